@@ -1,0 +1,278 @@
+// Command ferry-local keeps a local hub and spokes running in the background for a person to use with
+// kubectl: `ferry-local up` starts them (or reports the running set), `ferry-local down` stops them.
+// Each cluster is a real etcd + kube-apiserver + kube-controller-manager built by `make control-plane`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+)
+
+type options struct {
+	stateDir  string
+	spokes    []string
+	binaryDir string
+	timeout   time.Duration
+}
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "ferry-local:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := &options{}
+	root := &cobra.Command{
+		Use:           "ferry-local",
+		Short:         "Run a local Ferry hub and spokes in the background",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&o.stateDir, "state-dir", ".local", "directory for kubeconfigs, the pid file and the log")
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the hub and spokes, or show the running ones",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return o.up(cmd.Context()) },
+	}
+	serve := &cobra.Command{
+		Use:    "serve",
+		Short:  "Run the clusters in the foreground until interrupted",
+		Args:   cobra.NoArgs,
+		Hidden: true, // what `up` runs in the background
+		RunE:   func(cmd *cobra.Command, _ []string) error { return o.serve(cmd.Context()) },
+	}
+	for _, c := range []*cobra.Command{up, serve} {
+		c.Flags().StringSliceVar(&o.spokes, "spokes", []string{"cluster1", "cluster2"}, "names of the spoke clusters")
+		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: bin/control-plane/current)")
+	}
+	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the clusters to be ready")
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the hub and spokes",
+		Args:  cobra.NoArgs,
+		RunE:  func(*cobra.Command, []string) error { return o.down() },
+	}
+	root.AddCommand(up, serve, down)
+	return root
+}
+
+func (o *options) path(name string) string { return filepath.Join(o.stateDir, name) }
+
+// The state directory holds: pid (the serving process), ferry-local.log (its output), one
+// <cluster>.kubeconfig per cluster, kubeconfig (all of them as contexts) and clusters (written last,
+// once every cluster is ready: one "name kubeconfig" line per cluster).
+const (
+	pidFile      = "pid"
+	logFile      = "ferry-local.log"
+	clustersFile = "clusters"
+)
+
+func (o *options) up(ctx context.Context) error {
+	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
+		return err
+	}
+	if pid, ok := o.running(); ok {
+		if _, err := os.Stat(o.path(clustersFile)); err == nil {
+			fmt.Printf("already running (pid %d)\n", pid)
+			return o.printClusters()
+		}
+		return fmt.Errorf("a previous `up` (pid %d) is still starting; see %s", pid, o.path(logFile))
+	}
+	o.removeState()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logf, err := os.Create(o.path(logFile))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ",")}
+	if o.binaryDir != "" {
+		args = append(args, "--binary-dir", o.binaryDir)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlive this command and its terminal
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start background process: %w", err)
+	}
+	if err := os.WriteFile(o.path(pidFile), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	fmt.Printf("starting hub and spokes %s (log: %s)\n", strings.Join(o.spokes, ", "), o.path(logFile))
+	deadline := time.After(o.timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(o.path(clustersFile)); err == nil {
+			return o.printClusters()
+		}
+		select {
+		case err := <-exited:
+			out, _ := os.ReadFile(o.path(logFile))
+			return fmt.Errorf("the clusters failed to start (%v):\n%s", err, tail(string(out), 30))
+		case <-deadline:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			return fmt.Errorf("the clusters were not ready within %s; see %s", o.timeout, o.path(logFile))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func (o *options) serve(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	opts := localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub", ControllerManager: true}, BinaryDir: o.binaryDir}
+	for _, name := range o.spokes {
+		opts.Spokes = append(opts.Spokes, localcluster.ClusterSpec{Name: name, ControllerManager: true})
+	}
+	start := time.Now()
+	env, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer o.removeState()
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop:", err)
+		}
+	}()
+	if err := env.RegisterSpokes(ctx); err != nil {
+		return err
+	}
+	if err := o.writeKubeconfigs(env); err != nil {
+		return err
+	}
+	fmt.Printf("hub and %d spokes ready in %s\n", len(env.Spokes), time.Since(start).Round(time.Millisecond))
+	<-ctx.Done()
+	fmt.Println("stopping")
+	return nil
+}
+
+func (o *options) writeKubeconfigs(env *localcluster.Environment) error {
+	var lines []string
+	var paths []string
+	for _, c := range env.Clusters() {
+		data, err := os.ReadFile(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		path, err := filepath.Abs(o.path(c.Name + ".kubeconfig"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+		paths = append(paths, path)
+		lines = append(lines, c.Name+" "+path)
+	}
+	// One file with every cluster as a context, for `kubectl --context <cluster>`.
+	merged, err := (&clientcmd.ClientConfigLoadingRules{Precedence: paths}).Load()
+	if err != nil {
+		return err
+	}
+	merged.CurrentContext = env.Hub.Name
+	if err := clientcmd.WriteToFile(*merged, o.path("kubeconfig")); err != nil {
+		return err
+	}
+	return os.WriteFile(o.path(clustersFile), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+}
+
+func (o *options) printClusters() error {
+	data, err := os.ReadFile(o.path(clustersFile))
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, path, _ := strings.Cut(line, " ")
+		fmt.Printf("%-9s kubectl --kubeconfig %s get ns\n", name, path)
+	}
+	all, _ := filepath.Abs(o.path("kubeconfig"))
+	fmt.Printf("all       KUBECONFIG=%s kubectl --context <cluster> ...\n", all)
+	return nil
+}
+
+func (o *options) down() error {
+	pid, ok := o.running()
+	if !ok {
+		o.removeState()
+		fmt.Println("not running")
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop pid %d: %w", pid, err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for localcluster.ProcessAlive(pid) {
+		if time.Now().After(deadline) {
+			// Its guardian removes what it leaves behind.
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return fmt.Errorf("pid %d did not stop within 90s; killed it", pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	o.removeState()
+	fmt.Println("stopped")
+	return nil
+}
+
+// running returns the pid of the serving process if it is alive and is ours.
+func (o *options) running() (int, bool) {
+	data, err := os.ReadFile(o.path(pidFile))
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || !localcluster.ProcessAlive(pid) {
+		return 0, false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), "serve") {
+		return 0, false // the pid was reused by something else
+	}
+	return pid, true
+}
+
+func (o *options) removeState() {
+	for _, name := range []string{pidFile, clustersFile, "kubeconfig"} {
+		_ = os.Remove(o.path(name))
+	}
+	matches, _ := filepath.Glob(o.path("*.kubeconfig"))
+	for _, m := range matches {
+		_ = os.Remove(m)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,191 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/ferry-mc/ferry/manifests"
+)
+
+// ClusterSpec describes one cluster to start.
+type ClusterSpec struct {
+	// Name is the cluster's name; for a spoke it is the managed-cluster name (and the hub namespace its
+	// ManifestWorks live in).
+	Name string
+	// ControllerManager runs kube-controller-manager against the cluster, for tests that depend on
+	// built-in controllers (garbage collection, namespace deletion, workload status).
+	ControllerManager bool
+}
+
+// Options configures Start.
+type Options struct {
+	// Hub is the hub cluster. Its name defaults to "hub".
+	Hub ClusterSpec
+	// Spokes are the managed clusters.
+	Spokes []ClusterSpec
+	// BinaryDir holds etcd, kube-apiserver and kube-controller-manager. Default: FindBinaryDir().
+	BinaryDir string
+	// TempDir is where the environment's directory is created. Default: os.TempDir().
+	TempDir string
+}
+
+// Environment is a running hub and its spokes.
+type Environment struct {
+	Hub    *Cluster
+	Spokes []*Cluster
+	// Dir holds every cluster's directory; Stop removes it.
+	Dir string
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Clusters returns the hub followed by the spokes.
+func (e *Environment) Clusters() []*Cluster {
+	return append([]*Cluster{e.Hub}, e.Spokes...)
+}
+
+// Spoke returns the spoke of that name, or nil.
+func (e *Environment) Spoke(name string) *Cluster {
+	for _, s := range e.Spokes {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Start starts the hub and the spokes in parallel and returns when all are serving with their CRDs
+// established. On error nothing it started is left running.
+func Start(ctx context.Context, opts Options) (*Environment, error) {
+	if opts.Hub.Name == "" {
+		opts.Hub.Name = "hub"
+	}
+	specs := append([]ClusterSpec{opts.Hub}, opts.Spokes...)
+	seen := map[string]bool{}
+	for _, s := range specs {
+		if s.Name == "" || s.Name != filepath.Base(s.Name) || seen[s.Name] {
+			return nil, fmt.Errorf("cluster names must be unique, non-empty path elements: %q", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	binDir := opts.BinaryDir
+	if binDir == "" {
+		var err error
+		if binDir, err = FindBinaryDir(); err != nil {
+			return nil, err
+		}
+	}
+	hubCRDs, err := manifests.HubCRDs()
+	if err != nil {
+		return nil, err
+	}
+	spokeCRDs, err := manifests.SpokeCRDs()
+	if err != nil {
+		return nil, err
+	}
+
+	dir, err := os.MkdirTemp(opts.TempDir, "ferry-localcluster-")
+	if err != nil {
+		return nil, err
+	}
+	if err := guard(dir); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	env := &Environment{Dir: dir}
+
+	clusters := make([]*Cluster, len(specs))
+	errs := make([]error, len(specs))
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			crds := spokeCRDs
+			if i == 0 {
+				crds = hubCRDs
+			}
+			// envtest installs the CRDs it is given into its own list; give each cluster its own copies.
+			clusters[i], errs[i] = startCluster(ctx, spec, i == 0, binDir, filepath.Join(dir, spec.Name), deepCopyCRDs(crds))
+		}()
+	}
+	wg.Wait()
+	env.Hub, env.Spokes = clusters[0], clusters[1:]
+	if err := errors.Join(errs...); err != nil {
+		return nil, errors.Join(err, env.Stop())
+	}
+	return env, nil
+}
+
+// Stop stops every cluster and removes the environment's directory. It is safe to call more than once.
+func (e *Environment) Stop() error {
+	e.stopOnce.Do(func() {
+		var wg sync.WaitGroup
+		clusters := append([]*Cluster{e.Hub}, e.Spokes...)
+		errs := make([]error, len(clusters))
+		for i, c := range clusters {
+			if c == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = c.stop()
+			}()
+		}
+		wg.Wait()
+		// Whatever failed to stop gracefully is killed here rather than left behind.
+		if err := killAndRemove(e.Dir, stopTimeout); err != nil {
+			errs = append(errs, err)
+		} else {
+			release(e.Dir)
+		}
+		e.stopErr = errors.Join(errs...)
+	})
+	return e.stopErr
+}
+
+// stopTimeout bounds how long Stop waits for processes that ignored the graceful stop to die.
+const stopTimeout = 30 * time.Second
+
+// ownedDirs lists every directory the environment made: its own and those envtest makes outside it.
+func (e *Environment) ownedDirs() []string {
+	dirs := []string{e.Dir}
+	for _, c := range e.Clusters() {
+		if d := c.env.WebhookInstallOptions.LocalServingCertDir; d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// StartForTest starts an environment for a test and stops it when the test ends.
+func StartForTest(t testing.TB, opts Options) *Environment {
+	t.Helper()
+	env, err := Start(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("start local clusters: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop local clusters: %v", err)
+		}
+	})
+	return env
+}
+
+func deepCopyCRDs(in []*apiextensionsv1.CustomResourceDefinition) []*apiextensionsv1.CustomResourceDefinition {
+	out := make([]*apiextensionsv1.CustomResourceDefinition, len(in))
+	for i, c := range in {
+		out[i] = c.DeepCopy()
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+// Package v1alpha2 holds the OAM core.oam.dev/v1alpha2 API types Ferry's hub serves: Component,
+// ApplicationConfiguration, TraitDefinition and WorkloadDefinition.
+package v1alpha2
