@@ -41,8 +41,9 @@ test: control-plane verify ## build the control plane if needed, verify, and run
 	$(GO) test -count=1 -race -timeout 30m ./...
 
 .PHONY: bench
-bench: ## run the benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: control-plane ## run the benchmarks: the apply engine, feedback, and the agent end to end on a real hub + spoke
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/apply/ ./pkg/agent/feedback/
+	$(GO) test -run '^$$' -bench . -benchtime=1x ./pkg/agent/
 
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2) in the background

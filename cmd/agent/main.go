@@ -2,25 +2,61 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command with args and returns the process exit code. Errors are printed to stderr
+// as one line "ferry-agent: <error>".
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "ferry-agent:", strings.Join(strings.Fields(err.Error()), " "))
+		return 1
+	}
+	return 0
+}
+
+func newCommand() *cobra.Command {
+	o := agent.NewOptions()
 	cmd := &cobra.Command{
-		Use:           "ferry-agent",
-		Short:         "Apply the ManifestWorks of one managed cluster and report their status to the hub",
+		Use:   "ferry-agent",
+		Short: "Apply the ManifestWorks of one managed cluster and report their status to the hub",
+		Long: "ferry-agent watches the ManifestWorks in its cluster's namespace on the hub, applies their " +
+			"manifests to the managed cluster and reports their status back. It takes the flags of the Open " +
+			"Cluster Management work agent and the hub kubeconfig directory `clusteradm join` sets up.",
+		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("the work agent is not available in this build yet")
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return agent.Run(cmd.Context(), o)
 		},
 	}
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry-agent:", err)
-		os.Exit(1)
-	}
+	o.AddFlags(cmd.Flags())
+	return cmd
 }

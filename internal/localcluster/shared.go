@@ -1,0 +1,51 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+)
+
+// Shared is an environment that the tests of one package share: the first test that asks for it
+// starts it, and TestMain stops it after the last. Tests that need no cluster (benchmarks of pure
+// code, unit tests) then run without one.
+type Shared struct {
+	Options Options
+
+	once sync.Once
+	env  *Environment
+	err  error
+}
+
+// Get returns the environment, starting it on first use; it fails t if it cannot start.
+func (s *Shared) Get(t testing.TB) *Environment {
+	t.Helper()
+	s.once.Do(func() {
+		s.env, s.err = Start(context.Background(), s.Options)
+	})
+	if s.err != nil {
+		t.Fatalf("start shared test clusters: %v", s.err)
+	}
+	return s.env
+}
+
+// Stop stops the environment if it was started.
+func (s *Shared) Stop() error {
+	if s.env == nil {
+		return nil
+	}
+	return s.env.Stop()
+}
+
+// RunShared is TestMain for a package whose tests share s: it runs the tests, stops s, and returns
+// the exit code, failing the run if s did not stop cleanly.
+func RunShared(m *testing.M, s *Shared) int {
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop shared test clusters:", err)
+		code = 1
+	}
+	return code
+}

@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// forceHashesAnnotation keeps, on the AppliedManifestWork, the hash of the manifest last applied to
+// each ApplyOnceForce object, so that an object deleted on the spoke stays deleted across agent
+// restarts until its manifest changes.
+const forceHashesAnnotation = "ferry.io/apply-once-force-hashes"
+
+// HubHash identifies a hub by its API server URL, as AppliedManifestWork names and spec.hubHash do.
+func HubHash(hubURL string) string {
+	sum := sha256.Sum256([]byte(hubURL))
+	return hex.EncodeToString(sum[:])
+}
+
+func (c *controller) appliedWorkName(work string) string { return c.hubHash + "-" + work }
+
+// ensureFinalizer puts the cleanup finalizer on the work, so that deleting it waits for the agent.
+func (c *controller) ensureFinalizer(ctx context.Context, work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+	if slices.Contains(work.Finalizers, workv1.ManifestWorkFinalizer) {
+		return work, nil
+	}
+	patched, err := c.works.Patch(ctx, work.Name, types.MergePatchType, finalizersPatch(work.ObjectMeta, append(slices.Clone(work.Finalizers), workv1.ManifestWorkFinalizer)), metav1.PatchOptions{})
+	if err != nil {
+		return nil, err
+	}
+	c.freshWorks.wrote(work.ResourceVersion, patched)
+	return patched, nil
+}
+
+// finalizersPatch is a merge patch setting the finalizers, guarded by the resourceVersion they were
+// read at so that a concurrent change is not lost.
+func finalizersPatch(m metav1.ObjectMeta, finalizers []string) []byte {
+	if finalizers == nil {
+		finalizers = []string{}
+	}
+	p, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": finalizers, "resourceVersion": m.ResourceVersion,
+	}})
+	return p
+}
+
+// ensureAppliedWork returns the work's AppliedManifestWork, creating it when missing.
+func (c *controller) ensureAppliedWork(ctx context.Context, work *workv1.ManifestWork) (*workv1.AppliedManifestWork, error) {
+	name := c.appliedWorkName(work.Name)
+	amw, err := c.amwLister.Get(name)
+	if err == nil {
+		return c.freshAMWs.pick(amw), nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	amw = &workv1.AppliedManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
+		Spec:       workv1.AppliedManifestWorkSpec{HubHash: c.hubHash, AgentID: c.agentID, ManifestWorkName: work.Name},
+	}
+	created, err := c.amws.Create(ctx, amw, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// The informer has not seen it yet.
+		return c.amws.Get(ctx, name, metav1.GetOptions{})
+	}
+	return created, err
+}
+
+func readForceHashes(amw *workv1.AppliedManifestWork) map[string]string {
+	out := map[string]string{}
+	if v := amw.Annotations[forceHashesAnnotation]; v != "" {
+		_ = json.Unmarshal([]byte(v), &out) // a damaged record re-applies, which is the safe side
+	}
+	return out
+}
+
+// identityKey names the object of a result, as group/resource/namespace/name.
+func identityKey(r *manifestResult) string {
+	return r.meta.Group + "/" + r.meta.Resource + "/" + r.meta.Namespace + "/" + r.meta.Name
+}
+
+func appliedKey(a workv1.AppliedManifestResourceMeta) string {
+	return a.Group + "/" + a.Resource + "/" + a.Namespace + "/" + a.Name
+}
+
+// syncAppliedWork records what the work applied in its AppliedManifestWork and removes from the spoke
+// what the work no longer holds.
+func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork, results []manifestResult) error {
+	previous := map[string]workv1.AppliedManifestResourceMeta{}
+	for _, a := range amw.Status.AppliedResources {
+		previous[appliedKey(a)] = a
+	}
+
+	var applied []workv1.AppliedManifestResourceMeta
+	keep := map[string]bool{}
+	forced := readForceHashes(amw)
+	newForced := map[string]string{}
+	for i := range results {
+		r := &results[i]
+		if r.obj == nil {
+			continue
+		}
+		if r.meta.Resource == "" {
+			// Not mapped this round (an unknown kind, a failed discovery): whatever this manifest applied
+			// before is kept, matched without the resource.
+			for k, a := range previous {
+				if a.Group == r.meta.Group && a.Name == r.meta.Name && (a.Namespace == r.meta.Namespace || a.Namespace == "") {
+					keep[k] = true
+				}
+			}
+			continue
+		}
+		key := identityKey(r)
+		keep[key] = true
+		if r.config != nil && r.config.UpdateStrategy != nil && r.config.UpdateStrategy.Type == workv1.UpdateStrategyType(apply.ApplyOnceForce) {
+			switch {
+			case r.err == nil && (r.result.Operation == apply.Created || r.result.Operation == apply.Updated || r.result.Operation == apply.Skipped):
+				newForced[key] = r.result.Hash
+			case forced[key] != "":
+				newForced[key] = forced[key]
+			}
+		}
+		if optionsFor(r.config).Strategy == apply.ReadOnly {
+			continue // never applied, never removed
+		}
+		if r.exists() {
+			applied = append(applied, workv1.AppliedManifestResourceMeta{
+				ResourceIdentifier: workv1.ResourceIdentifier{Group: r.meta.Group, Resource: r.meta.Resource, Namespace: r.meta.Namespace, Name: r.meta.Name},
+				Version:            r.result.Resource.Version,
+				UID:                string(r.result.Object.GetUID()),
+			})
+		} else if a, ok := previous[key]; ok {
+			applied = append(applied, a) // the apply failed; it is still this work's
+		}
+	}
+
+	// What the work no longer holds is removed from the spoke; an entry stays listed until that is done.
+	// A round in which some apply failed for a passing reason removes nothing: a manifest that could not
+	// be resolved this time must not look removed.
+	transient := false
+	for i := range results {
+		transient = transient || retriable(results[i].err)
+	}
+	for key, a := range previous {
+		if keep[key] || transient {
+			if !containsKey(applied, key) {
+				applied = append(applied, a)
+			}
+			continue
+		}
+		gone, err := c.removeResource(ctx, amw, a, false)
+		if err != nil {
+			c.log.Error(err, "remove a resource the work no longer holds", "work", work.Name, "resource", key)
+		}
+		if !gone {
+			applied = append(applied, a)
+		}
+	}
+	slices.SortFunc(applied, func(x, y workv1.AppliedManifestResourceMeta) int {
+		return compareStrings(appliedKey(x), appliedKey(y))
+	})
+
+	forcedJSON := ""
+	if len(newForced) > 0 {
+		b, _ := json.Marshal(newForced)
+		forcedJSON = string(b)
+	}
+	if forcedJSON != amw.Annotations[forceHashesAnnotation] {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{forceHashesAnnotation: nullIfEmpty(forcedJSON)}}})
+		updated, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return fmt.Errorf("record ApplyOnceForce hashes: %w", err)
+		}
+		c.freshAMWs.wrote(amw.ResourceVersion, updated)
+		amw = updated
+	}
+	if equality.Semantic.DeepEqual(applied, amw.Status.AppliedResources) || (len(applied) == 0 && len(amw.Status.AppliedResources) == 0) {
+		return nil
+	}
+	before := amw.ResourceVersion
+	amw = amw.DeepCopy()
+	amw.Status.AppliedResources = applied
+	updated, err := c.amws.UpdateStatus(ctx, amw, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("update AppliedManifestWork status: %w", err)
+	}
+	c.freshAMWs.wrote(before, updated)
+	return nil
+}
+
+func containsKey(list []workv1.AppliedManifestResourceMeta, key string) bool {
+	for _, a := range list {
+		if appliedKey(a) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// manifestResult is what happened to one manifest in one reconcile.
+type manifestResult struct {
+	manifest
+	meta    workv1.ManifestResourceMeta
+	config  *workv1.ManifestConfigOption
+	result  apply.Result
+	err     error
+	waiting string // set when the manifest was held back: why
+	// feedback values and the error of the rules that could not be evaluated
+	feedback    []workv1.FeedbackValue
+	feedbackErr error
+}
+
+// exists reports whether the manifest's object is on the spoke after this reconcile.
+func (r *manifestResult) exists() bool { return r.result.Object != nil }
+
+var (
+	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crdGK  = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+)
+
+// crdEstablishWait bounds how long a reconcile waits for a CRD it just applied before its custom
+// resources are held back to the next round.
+const crdEstablishWait = 3 * time.Second
+
+// applyAll applies every manifest of the work, Namespaces and CRDs first, and returns one result per
+// manifest in spec order.
+func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) ([]manifestResult, nextStep) {
+	var next nextStep
+	owner := &metav1.OwnerReference{
+		APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID,
+	}
+	forced := readForceHashes(amw)
+	ms := decodeManifests(work)
+	results := make([]manifestResult, len(ms))
+	// Kinds defined by a CRD of this work that is not Established yet, with the CRD's name.
+	pending := map[schema.GroupKind]string{}
+	for _, crd := range crdsIn(ms) {
+		pending[crd.kind] = crd.name
+	}
+
+	for _, m := range applyOrder(ms) {
+		r := &results[m.ordinal]
+		r.manifest = m
+		r.meta.Ordinal = m.ordinal
+		if m.decodeErr != nil {
+			r.err = &apply.InvalidManifestError{Reason: m.decodeErr.Error()}
+			continue
+		}
+		gvk := m.obj.GroupVersionKind()
+		r.meta.Group, r.meta.Version, r.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
+		r.meta.Name, r.meta.Namespace = m.obj.GetName(), m.obj.GetNamespace()
+		if crd, held := pending[gvk.GroupKind()]; held && !c.crdEstablished(ctx, crd) {
+			r.waiting = fmt.Sprintf("waiting for CustomResourceDefinition %s to be established", crd)
+			next.after = time.Second
+			continue
+		}
+		if mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			ns := r.meta.Namespace
+			if mapping.Scope.Name() != "namespace" {
+				ns = ""
+			}
+			r.config = configFor(work, mapping.Resource.GroupResource(), ns, r.meta.Name)
+			r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
+		}
+		opts := optionsFor(r.config)
+		if opts.Strategy != apply.ReadOnly {
+			opts.Owner = owner
+		}
+		if opts.Strategy == apply.ApplyOnceForce {
+			opts.AppliedHash = forced[identityKey(r)]
+		}
+		r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
+		if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
+			r.meta.Resource = r.result.Resource.Resource
+			if !r.result.Namespaced {
+				r.meta.Namespace = ""
+			}
+		}
+		if retriable(r.err) {
+			next.retry = true
+		}
+		if r.err == nil && gvk.GroupKind() == crdGK {
+			if kind, ok := crdKind(r.result.Object); ok && established(r.result.Object) {
+				delete(pending, kind)
+			}
+		}
+		if r.exists() && r.config != nil && len(r.config.FeedbackRules) > 0 {
+			r.feedback, r.feedbackErr = c.feedback.Evaluate(r.result.Object, r.config.FeedbackRules)
+			if len(r.feedback) == 0 {
+				r.feedback = nil // as the API server returns it, so that status compares equal
+			}
+		}
+	}
+	return results, next
+}
+
+// optionsFor turns a manifest's configuration into apply options.
+func optionsFor(cfg *workv1.ManifestConfigOption) apply.Options {
+	opts := apply.Options{Strategy: apply.Update}
+	if cfg == nil || cfg.UpdateStrategy == nil {
+		return opts
+	}
+	opts.Strategy = apply.StrategyType(cfg.UpdateStrategy.Type)
+	if ssa := cfg.UpdateStrategy.ServerSideApply; ssa != nil && opts.Strategy == apply.ServerSideApply {
+		opts.FieldManager = ssa.FieldManager
+		opts.Force = ssa.Force
+		for _, f := range ssa.IgnoreFields {
+			opts.IgnoreFields = append(opts.IgnoreFields, apply.IgnoreField{
+				Condition:         apply.IgnoreCondition(f.Condition),
+				JSONPaths:         f.JSONPaths,
+				JSONPointers:      f.JSONPointers,
+				JQPathExpressions: f.JQPathExpressions,
+			})
+		}
+	}
+	return opts
+}
+
+// retriable reports whether an apply error may go away by itself, so that the work is retried with
+// backoff rather than at the next resync.
+func retriable(err error) bool {
+	if err == nil || apply.IsInvalidManifest(err) || apply.IsUnknownKind(err) {
+		return false
+	}
+	if apply.IsConflict(err) {
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return apierrors.IsConflict(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+			apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+			apierrors.IsUnexpectedServerError(err) || apierrors.IsAlreadyExists(err)
+	}
+	return !errors.Is(err, context.Canceled) // network errors and the like
+}
+
+type crdRef struct {
+	name string
+	kind schema.GroupKind
+}
+
+// crdsIn lists the CRDs among the manifests and the kinds they define.
+func crdsIn(ms []manifest) []crdRef {
+	var out []crdRef
+	for _, m := range ms {
+		if m.obj == nil || rank(m) != 1 {
+			continue
+		}
+		if kind, ok := crdKind(m.obj); ok {
+			out = append(out, crdRef{name: m.obj.GetName(), kind: kind})
+		}
+	}
+	return out
+}
+
+func crdKind(crd *unstructured.Unstructured) (schema.GroupKind, bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	return schema.GroupKind{Group: group, Kind: kind}, kind != ""
+}
+
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// crdEstablished waits a little for the named CRD to be Established.
+func (c *controller) crdEstablished(ctx context.Context, name string) bool {
+	ctx, cancel := context.WithTimeout(ctx, crdEstablishWait)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		crd, err := c.dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && established(crd), nil
+	})
+	return err == nil
+}

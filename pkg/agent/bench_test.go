@@ -1,0 +1,139 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
+)
+
+// BenchmarkAgent200WorksOf5ConfigMaps measures the agent end to end on a real hub and spoke: 200
+// ManifestWorks of 5 ConfigMaps each are created on the hub at once, and the clock stops when every
+// work reports Applied. It reports applied objects per second and the writes the agent sent per
+// applied object (spoke) and per work (hub). Run with -benchtime=1x.
+func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
+	const works, perWork = 200, 5
+	for b.Loop() {
+		b.StopTimer()
+		f := startAgent(b, func(c *agent.Config) { c.Workers = 32 })
+		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		ws := make([]*workv1.ManifestWork, works)
+		for i := range ws {
+			var manifests []string
+			for j := range perWork {
+				manifests = append(manifests, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-%03d-%d, namespace: "{{ns}}"}, data: {k: "v"}}`, i, j))
+			}
+			ws[i] = f.work(fmt.Sprintf("w-%03d", i), manifests...)
+		}
+		hub0, spoke0, reads0 := f.hubWrites.Load(), f.spokeWrites.Load(), f.spokeReads.Load()
+		e := testEnv(b)
+		hubCPU0, _ := e.Hub.CPUTime()
+		spokeCPU0, _ := e.Spoke("spoke").CPUTime()
+		agentCPU0 := processCPU()
+		b.StartTimer()
+		start := time.Now()
+		for _, w := range ws {
+			f.create(w)
+		}
+		err := waitAllApplied(b.Context(), f, works)
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if err != nil {
+			b.Fatalf("works not applied: %v", err)
+		}
+		objects := float64(works * (perWork + 0))
+		b.ReportMetric(objects/elapsed.Seconds(), "objects/s")
+		b.ReportMetric(float64(f.spokeWrites.Load()-spoke0)/objects, "spoke-writes/object")
+		b.ReportMetric(float64(f.hubWrites.Load()-hub0)/works, "hub-writes/work")
+		b.ReportMetric(float64(f.spokeReads.Load()-reads0)/objects, "spoke-reads/object")
+		hubCPU, _ := e.Hub.CPUTime()
+		spokeCPU, _ := e.Spoke("spoke").CPUTime()
+		b.ReportMetric((hubCPU["kube-apiserver"] - hubCPU0["kube-apiserver"]).Seconds(), "hub-apiserver-cpu-s")
+		for _, p := range []string{"kube-apiserver", "etcd", "kube-controller-manager"} {
+			b.ReportMetric((spokeCPU[p] - spokeCPU0[p]).Seconds(), "spoke-"+strings.TrimPrefix(p, "kube-")+"-cpu-s")
+		}
+		b.ReportMetric((processCPU() - agentCPU0).Seconds(), "agent+test-cpu-s")
+		f.stop()
+		b.StartTimer()
+	}
+}
+
+// processCPU is the processor time this test process (agent and test together) has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// waitAllApplied watches the cluster namespace until n works report Applied (a watch, not polling:
+// listing 200 works over and over would load the hub more than the agent does).
+func waitAllApplied(ctx context.Context, f *agentFixture, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	applied := map[string]bool{}
+	for ev := range w.ResultChan() {
+		if work, ok := ev.Object.(*workv1.ManifestWork); ok && allApplied(work) {
+			applied[work.Name] = true
+			if len(applied) == n {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%d of %d works applied: %w", len(applied), n, ctx.Err())
+}
+
+// BenchmarkPlainClient1000ConfigMaps is the yardstick for the agent benchmark: the same 1000 ConfigMaps
+// created on the same spoke by a plain client, 32 at a time, with no rate limit and no agent.
+func BenchmarkPlainClient1000ConfigMaps(b *testing.B) {
+	e := testEnv(b)
+	cfg := rest.CopyConfig(e.Spoke("spoke").Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		ns := "plain-" + strings.ToLower(rand.String(6))
+		if _, err := kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		cpu0, _ := e.Spoke("spoke").CPUTime()
+		b.StartTimer()
+		start := time.Now()
+		var g errgroup.Group
+		g.SetLimit(32)
+		for i := range 1000 {
+			g.Go(func() error {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i)}, Data: map[string]string{"k": "v"}}
+				_, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(1000/time.Since(start).Seconds(), "objects/s")
+		cpu, _ := e.Spoke("spoke").CPUTime()
+		b.ReportMetric((cpu["kube-apiserver"] - cpu0["kube-apiserver"]).Seconds(), "spoke-apiserver-cpu-s")
+	}
+}

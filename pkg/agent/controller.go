@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/workqueue"
+	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
+	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
+
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/agent/feedback"
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// controller reconciles the ManifestWorks of one cluster namespace on the hub with the spoke: it applies
+// their manifests, tracks what it applied in AppliedManifestWorks, removes what left a work, and
+// reports status back to the hub.
+type controller struct {
+	cluster string // the managed cluster's name: the hub namespace of its ManifestWorks
+	hubHash string // identifies the hub, so AppliedManifestWorks of several hubs do not collide
+	agentID string
+
+	works      workv1client.ManifestWorkInterface // hub, the cluster namespace
+	workLister worklisters.ManifestWorkNamespaceLister
+	amws       workv1client.AppliedManifestWorkInterface // spoke
+	amwLister  worklisters.AppliedManifestWorkLister
+
+	dynamic  dynamic.Interface // spoke
+	mapper   meta.RESTMapper
+	applier  *apply.Applier
+	feedback *feedback.Evaluator
+	watches  *objectWatches // nil: no event-driven status
+
+	// the results of our own writes, until the informers have them
+	freshWorks *fresher[*workv1.ManifestWork]
+	freshAMWs  *fresher[*workv1.AppliedManifestWork]
+
+	queue  workqueue.TypedRateLimitingInterface[string]
+	resync time.Duration // how often a work is reconciled with nothing changed, to pick up drift and status
+	log    logr.Logger
+}
+
+// run processes the queue with n workers until ctx is done.
+func (c *controller) run(ctx context.Context, workers int) {
+	defer c.queue.ShutDown()
+	for range workers {
+		go func() {
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+}
+
+func (c *controller) processNext(ctx context.Context) bool {
+	name, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(name)
+	next, err := c.reconcile(ctx, name)
+	switch {
+	case err != nil:
+		if !errors.Is(err, context.Canceled) {
+			c.log.Error(err, "reconcile ManifestWork", "work", name)
+		}
+		c.queue.AddRateLimited(name)
+	case next.retry:
+		// A manifest met a condition that resolves itself (a conflict, a server error): back off.
+		c.queue.AddRateLimited(name)
+	default:
+		c.queue.Forget(name)
+		if next.after > 0 {
+			c.queue.AddAfter(name, next.after)
+		}
+	}
+	return true
+}
+
+// nextStep says when to look at a work again.
+type nextStep struct {
+	retry bool          // requeue with backoff
+	after time.Duration // requeue after this long (0: only on events)
+}
+
+// enqueue adds a work by name.
+func (c *controller) enqueue(name string) { c.queue.Add(name) }
+
+// reconcile brings one ManifestWork and the spoke in line.
+func (c *controller) reconcile(ctx context.Context, name string) (nextStep, error) {
+	work, err := c.workLister.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.freshWorks.forget(name)
+		c.freshAMWs.forget(c.appliedWorkName(name))
+		// Deleted with its finalizer in place means we finalized it; deleted without (forced) leaves
+		// its AppliedManifestWork, and its objects, alone: nothing is deleted on a guess.
+		if c.watches != nil {
+			c.watches.forget(name)
+		}
+		return nextStep{}, nil
+	}
+	if err != nil {
+		return nextStep{}, err
+	}
+	work = c.freshWorks.pick(work)
+	if work.DeletionTimestamp != nil {
+		return c.finalize(ctx, work)
+	}
+	if work, err = c.ensureFinalizer(ctx, work); err != nil {
+		return nextStep{}, fmt.Errorf("add finalizer: %w", err)
+	}
+	amw, err := c.ensureAppliedWork(ctx, work)
+	if err != nil {
+		return nextStep{}, fmt.Errorf("ensure AppliedManifestWork: %w", err)
+	}
+
+	results, next := c.applyAll(ctx, work, amw)
+	if c.watches != nil {
+		c.watches.track(ctx, work.Name, results)
+	}
+	if err := c.syncAppliedWork(ctx, work, amw, results); err != nil {
+		return nextStep{}, err
+	}
+	if err := c.updateStatus(ctx, work, results); err != nil {
+		return nextStep{}, fmt.Errorf("update status: %w", err)
+	}
+	if !next.retry && next.after == 0 {
+		next.after = c.resync
+	}
+	return next, nil
+}

@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// finalize runs when a ManifestWork is being deleted: its objects are deleted (Foreground, the default),
+// left in place (Orphan), or deleted but for the listed ones (SelectivelyOrphan); orphaned objects lose
+// this work's owner reference. Only once every deleted object is gone are the AppliedManifestWork and
+// the finalizers removed.
+func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (nextStep, error) {
+	if !slices.Contains(work.Finalizers, workv1.ManifestWorkFinalizer) {
+		return nextStep{}, nil
+	}
+	amw, err := c.amwLister.Get(c.appliedWorkName(work.Name))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nextStep{}, err
+	}
+	if amw != nil {
+		allGone := true
+		for _, a := range amw.Status.AppliedResources {
+			gone, err := c.removeResource(ctx, amw, a, orphaned(work.Spec.DeleteOption, a))
+			if err != nil {
+				return nextStep{}, fmt.Errorf("remove %s: %w", appliedKey(a), err)
+			}
+			allGone = allGone && gone
+		}
+		if !allGone {
+			return nextStep{after: time.Second}, nil
+		}
+		if slices.Contains(amw.Finalizers, workv1.AppliedManifestWorkFinalizer) {
+			rest := slices.DeleteFunc(slices.Clone(amw.Finalizers), func(f string) bool { return f == workv1.AppliedManifestWorkFinalizer })
+			if _, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, finalizersPatch(amw.ObjectMeta, rest), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return nextStep{}, fmt.Errorf("remove AppliedManifestWork finalizer: %w", err)
+			}
+		}
+		if err := c.amws.Delete(ctx, amw.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nextStep{}, fmt.Errorf("delete AppliedManifestWork: %w", err)
+		}
+	}
+	rest := slices.DeleteFunc(slices.Clone(work.Finalizers), func(f string) bool { return f == workv1.ManifestWorkFinalizer })
+	if _, err := c.works.Patch(ctx, work.Name, types.MergePatchType, finalizersPatch(work.ObjectMeta, rest), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nextStep{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	if c.watches != nil {
+		c.watches.forget(work.Name)
+	}
+	return nextStep{}, nil
+}
+
+// orphaned reports whether the delete option keeps the resource on the spoke.
+func orphaned(opt *workv1.DeleteOption, a workv1.AppliedManifestResourceMeta) bool {
+	if opt == nil {
+		return false
+	}
+	switch opt.PropagationPolicy {
+	case workv1.DeletePropagationPolicyTypeOrphan:
+		return true
+	case workv1.DeletePropagationPolicyTypeSelectivelyOrphan:
+		if opt.SelectivelyOrphan == nil {
+			return false
+		}
+		for _, r := range opt.SelectivelyOrphan.OrphaningRules {
+			if r.Group == a.Group && r.Resource == a.Resource && r.Namespace == a.Namespace && r.Name == a.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// removeResource deletes an object the work applied — only if it is still the object the work applied
+// (same UID) and no other work owns it too; otherwise, and when orphan is set, it only drops this work's
+// owner reference. gone reports that nothing is left to wait for.
+func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool) (bool, error) {
+	gvr := schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource}
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
+	if a.Namespace != "" {
+		ri = c.dynamic.Resource(gvr).Namespace(a.Namespace)
+	}
+	obj, err := ri.Get(ctx, a.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if a.UID != "" && string(obj.GetUID()) != a.UID {
+		return true, nil // deleted and re-created by someone else since: not ours
+	}
+	ours, shared := -1, false
+	for i, ref := range obj.GetOwnerReferences() {
+		switch {
+		case ref.UID == amw.UID:
+			ours = i
+		case ref.Kind == "AppliedManifestWork" && ref.APIVersion == workv1.GroupVersion.String():
+			shared = true
+		}
+	}
+	if orphan || shared {
+		if ours < 0 {
+			return true, nil
+		}
+		patch, _ := json.Marshal([]map[string]any{
+			{"op": "test", "path": fmt.Sprintf("/metadata/ownerReferences/%d/uid", ours), "value": string(amw.UID)},
+			{"op": "remove", "path": fmt.Sprintf("/metadata/ownerReferences/%d", ours)},
+		})
+		if _, err := ri.Patch(ctx, a.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("drop owner reference: %w", err)
+		}
+		return true, nil
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return false, nil // going; wait for it
+	}
+	uid := obj.GetUID()
+	foreground := metav1.DeletePropagationForeground
+	err = ri.Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &foreground})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsConflict(err):
+		return true, nil // the UID precondition failed: it is another object now
+	case err != nil:
+		return false, fmt.Errorf("delete: %w", err)
+	}
+	return false, nil
+}

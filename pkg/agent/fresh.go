@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fresher bridges the moment between our own write and the informer catching up with it. Reconciling
+// from the stale cached copy would compute the status just written, see a difference, and write it
+// again — a wasted write that also fails on the resourceVersion. So the result of each write is kept,
+// with the resourceVersions it supersedes, and used instead of a cached copy that is one of those.
+type fresher[T metav1.Object] struct {
+	mu sync.Mutex
+	m  map[string]freshEntry[T]
+}
+
+type freshEntry[T metav1.Object] struct {
+	obj   T
+	older map[string]bool // resourceVersions obj supersedes
+}
+
+func newFresher[T metav1.Object]() *fresher[T] {
+	return &fresher[T]{m: map[string]freshEntry[T]{}}
+}
+
+// pick returns the newest known copy of the object the cache holds as cached.
+func (f *fresher[T]) pick(cached T) T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[cached.GetName()]
+	if !ok {
+		return cached
+	}
+	if e.older[cached.GetResourceVersion()] {
+		return e.obj
+	}
+	// The cache has caught up, or someone else wrote since: the cache is right.
+	delete(f.m, cached.GetName())
+	return cached
+}
+
+// wrote records that a write turned the object at resourceVersion before into obj.
+func (f *fresher[T]) wrote(before string, obj T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	older := map[string]bool{before: true}
+	if e, ok := f.m[obj.GetName()]; ok && e.obj.GetResourceVersion() == before {
+		for rv := range e.older {
+			older[rv] = true
+		}
+	}
+	f.m[obj.GetName()] = freshEntry[T]{obj: obj, older: older}
+}
+
+// forget drops what is known about name.
+func (f *fresher[T]) forget(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, name)
+}

@@ -1,0 +1,258 @@
+package agent_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/pkg/agent"
+)
+
+// The hub and the spoke the package's integration tests share, started by the first test that needs
+// them. The spoke runs kube-controller-manager: deletion (foreground propagation) depends on its
+// garbage collector. Each test runs its own agent for a cluster namespace of its own on the hub.
+var shared = &localcluster.Shared{Options: localcluster.Options{
+	Spokes: []localcluster.ClusterSpec{{Name: "spoke", ControllerManager: true}},
+}}
+
+func TestMain(m *testing.M) { os.Exit(localcluster.RunShared(m, shared)) }
+
+func testEnv(t testing.TB) *localcluster.Environment { return shared.Get(t) }
+
+// agentFixture is one test's agent and its clients.
+type agentFixture struct {
+	t       testing.TB
+	cluster string // the hub namespace this agent serves
+	hub     workclientset.Interface
+	kube    kubernetes.Interface // spoke
+	dynamic dynamic.Interface    // spoke
+	spokeWk workclientset.Interface
+	// requests the agent sent, by hub/spoke and read/write
+	hubWrites, spokeWrites, spokeReads *atomic.Int64
+	cfg                                agent.Config
+	cancel                             context.CancelFunc
+	done                               chan struct{}
+}
+
+type agentOption func(*agent.Config)
+
+func withResync(d time.Duration) agentOption {
+	return func(c *agent.Config) { c.StatusSyncInterval = d }
+}
+
+// startAgent creates a cluster namespace on the hub and runs an agent for it against the spoke.
+func startAgent(t testing.TB, opts ...agentOption) *agentFixture {
+	t.Helper()
+	e := testEnv(t)
+	f := &agentFixture{
+		t:           t,
+		cluster:     "c-" + strings.ToLower(rand.String(6)),
+		hubWrites:   &atomic.Int64{},
+		spokeWrites: &atomic.Int64{},
+		spokeReads:  &atomic.Int64{},
+	}
+	var err error
+	if f.hub, err = workclientset.NewForConfig(e.Hub.Config); err != nil {
+		t.Fatal(err)
+	}
+	spoke := e.Spoke("spoke")
+	if f.kube, err = kubernetes.NewForConfig(spoke.Config); err != nil {
+		t.Fatal(err)
+	}
+	if f.dynamic, err = dynamic.NewForConfig(spoke.Config); err != nil {
+		t.Fatal(err)
+	}
+	if f.spokeWk, err = workclientset.NewForConfig(spoke.Config); err != nil {
+		t.Fatal(err)
+	}
+	hubKube, err := kubernetes.NewForConfig(e.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hubKube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.cfg = agent.Config{
+		ClusterName:        f.cluster,
+		AgentID:            f.cluster + "-agent",
+		Hub:                counted(e.Hub.Config, f.hubWrites, nil),
+		Spoke:              counted(spoke.Config, f.spokeWrites, f.spokeReads),
+		Workers:            4,
+		StatusSyncInterval: time.Minute,
+		Log:                logr.Discard(),
+	}
+	if tt, ok := t.(*testing.T); ok {
+		f.cfg.Log = testr.New(tt)
+	}
+	for _, o := range opts {
+		o(&f.cfg)
+	}
+	f.start()
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *agentFixture) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.cancel, f.done = cancel, make(chan struct{})
+	go func() {
+		defer close(f.done)
+		if err := agent.Start(ctx, f.cfg); err != nil {
+			f.t.Errorf("agent: %v", err)
+		}
+	}()
+}
+
+func (f *agentFixture) stop() {
+	if f.cancel != nil {
+		f.cancel()
+		<-f.done
+		f.cancel = nil
+	}
+}
+
+// counted copies cfg with a transport that counts mutating requests (and, if reads is set, reads).
+func counted(cfg *rest.Config, writes, reads *atomic.Int64) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			watch := req.URL.Query().Get("watch") == "true"
+			switch {
+			case req.Method == http.MethodGet && !watch:
+				if reads != nil {
+					reads.Add(1)
+				}
+			case req.Method != http.MethodGet:
+				writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return c
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// work builds a ManifestWork from YAML manifests, with {{ns}} replaced by the test's cluster name
+// (also used as the spoke namespace of its objects).
+func (f *agentFixture) work(name string, manifests ...string) *workv1.ManifestWork {
+	f.t.Helper()
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.cluster}}
+	for _, m := range manifests {
+		data, err := yaml.YAMLToJSON([]byte(strings.ReplaceAll(m, "{{ns}}", f.cluster)))
+		if err != nil {
+			f.t.Fatalf("manifest: %v", err)
+		}
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: data}})
+	}
+	return w
+}
+
+func (f *agentFixture) create(w *workv1.ManifestWork) *workv1.ManifestWork {
+	f.t.Helper()
+	created, err := f.hub.WorkV1().ManifestWorks(f.cluster).Create(f.t.Context(), w, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatalf("create work %s: %v", w.Name, err)
+	}
+	return created
+}
+
+// update changes a work with fn, retrying on conflicts.
+func (f *agentFixture) update(name string, fn func(*workv1.ManifestWork)) {
+	f.t.Helper()
+	f.eventually("update work "+name, func(ctx context.Context) (bool, error) {
+		w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		fn(w)
+		_, err = f.hub.WorkV1().ManifestWorks(f.cluster).Update(ctx, w, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+}
+
+// eventually polls cond every 50ms until it holds, failing the test after 30s.
+func (f *agentFixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
+		f.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitWork polls the work until check passes on it, and returns it.
+func (f *agentFixture) waitWork(name, what string, check func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
+	f.t.Helper()
+	var last *workv1.ManifestWork
+	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = w
+		return check(w), nil
+	})
+	if err != nil {
+		status, _ := yaml.Marshal(last.Status)
+		f.t.Fatalf("work %s: %s: %v; status:\n%s", name, what, err, status)
+	}
+	return last
+}
+
+// manifestCondition returns condition typ of manifest ordinal, or nil.
+func manifestCondition(w *workv1.ManifestWork, ordinal int32, typ string) *metav1.Condition {
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Ordinal == ordinal {
+			return meta.FindStatusCondition(m.Conditions, typ)
+		}
+	}
+	return nil
+}
+
+func hasCondition(w *workv1.ManifestWork, ordinal int32, typ string, status metav1.ConditionStatus) bool {
+	c := manifestCondition(w, ordinal, typ)
+	return c != nil && c.Status == status && c.ObservedGeneration == w.Generation
+}
+
+func workCondition(w *workv1.ManifestWork, typ string, status metav1.ConditionStatus) bool {
+	c := meta.FindStatusCondition(w.Status.Conditions, typ)
+	return c != nil && c.Status == status && c.ObservedGeneration == w.Generation
+}
+
+// allApplied reports whether the work and every manifest are Applied and Available at its generation.
+func allApplied(w *workv1.ManifestWork) bool {
+	if !workCondition(w, workv1.WorkApplied, metav1.ConditionTrue) || !workCondition(w, workv1.WorkAvailable, metav1.ConditionTrue) {
+		return false
+	}
+	for i := range w.Spec.Workload.Manifests {
+		if !hasCondition(w, int32(i), workv1.ManifestApplied, metav1.ConditionTrue) || !hasCondition(w, int32(i), workv1.ManifestAvailable, metav1.ConditionTrue) {
+			return false
+		}
+	}
+	return true
+}

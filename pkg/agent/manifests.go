@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// manifest is one entry of spec.workload.manifests, decoded.
+type manifest struct {
+	ordinal int32
+	obj     *unstructured.Unstructured // nil when decodeErr is set
+	// decodeErr says why the raw manifest is not an object.
+	decodeErr error
+}
+
+// decodeManifests decodes every manifest of a work. A manifest that does not decode is kept, with its
+// error, so that it gets a status entry of its own while the others apply.
+func decodeManifests(work *workv1.ManifestWork) []manifest {
+	out := make([]manifest, 0, len(work.Spec.Workload.Manifests))
+	for i, m := range work.Spec.Workload.Manifests {
+		entry := manifest{ordinal: int32(i)}
+		raw := m.Raw
+		if len(raw) == 0 && m.Object != nil {
+			var err error
+			if raw, err = json.Marshal(m.Object); err != nil {
+				entry.decodeErr = fmt.Errorf("encode manifest: %w", err)
+				out = append(out, entry)
+				continue
+			}
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+			entry.decodeErr = fmt.Errorf("the manifest is not a JSON or YAML object: %w", err)
+		} else if obj.Object == nil {
+			entry.decodeErr = fmt.Errorf("the manifest is empty")
+		} else {
+			entry.obj = obj
+		}
+		out = append(out, entry)
+	}
+	return out
+}
+
+// applyOrder sorts manifests so that Namespaces come first and CustomResourceDefinitions next, each
+// group in spec order: objects inside a namespace, and custom resources of a CRD, then find what they
+// need.
+func applyOrder(ms []manifest) []manifest {
+	out := append([]manifest(nil), ms...)
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
+	return out
+}
+
+func rank(m manifest) int {
+	if m.obj == nil {
+		return 2
+	}
+	gk := m.obj.GroupVersionKind().GroupKind()
+	switch gk {
+	case schema.GroupKind{Kind: "Namespace"}:
+		return 0
+	case crdGK:
+		return 1
+	}
+	return 2
+}
+
+// configFor returns the manifestConfigs entry whose resourceIdentifier names the object, or nil.
+func configFor(work *workv1.ManifestWork, gr schema.GroupResource, namespace, name string) *workv1.ManifestConfigOption {
+	for i := range work.Spec.ManifestConfigs {
+		c := &work.Spec.ManifestConfigs[i]
+		id := c.ResourceIdentifier
+		if id.Group == gr.Group && id.Resource == gr.Resource && id.Name == name && id.Namespace == namespace {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,482 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+)
+
+// Flag names. Those OCM's work agent has are spelled as OCM spells them, so that a Deployment written
+// for OCM's agent keeps its arguments.
+const (
+	flagSpokeClusterName   = "spoke-cluster-name"
+	flagHubKubeconfig      = "hub-kubeconfig"
+	flagHubKubeconfigDir   = "hub-kubeconfig-dir"
+	flagSpokeKubeconfig    = "spoke-kubeconfig"
+	flagAgentID            = "agent-id"
+	flagKubeAPIQPS         = "kube-api-qps"
+	flagKubeAPIBurst       = "kube-api-burst"
+	flagHubKubeAPIQPS      = "hub-kube-api-qps"
+	flagHubKubeAPIBurst    = "hub-kube-api-burst"
+	flagStatusSyncInterval = "status-sync-interval"
+	flagWorkers            = "workers"
+	flagMetricsBindAddress = "metrics-bind-address"
+	flagHealthBindAddress  = "health-probe-bind-address"
+)
+
+// Files of a hub kubeconfig directory, laid out as the hub-kubeconfig-secret that the OCM registration
+// agent maintains for a cluster joined with `clusteradm join`: a kubeconfig whose user names tls.crt and
+// tls.key by relative path, and the cluster and agent names.
+const (
+	KubeconfigFile  = "kubeconfig"
+	TLSCertFile     = "tls.crt"
+	TLSKeyFile      = "tls.key"
+	ClusterNameFile = "cluster-name"
+	AgentNameFile   = "agent-name"
+)
+
+// hubCheckTimeout bounds CheckHubReachable.
+const hubCheckTimeout = 10 * time.Second
+
+// Options is the configuration of the work agent, filled from its command line.
+type Options struct {
+	// SpokeClusterName is the managed cluster's name: the hub namespace its ManifestWorks live in.
+	// Empty: read from the cluster-name file of HubKubeconfigDir (see Complete).
+	SpokeClusterName string
+	// HubKubeconfig is a kubeconfig file for the hub. Exactly one of HubKubeconfig and
+	// HubKubeconfigDir is set.
+	HubKubeconfig string
+	// HubKubeconfigDir is a directory laid out as OCM's hub-kubeconfig-secret (see KubeconfigFile).
+	HubKubeconfigDir string
+	// SpokeKubeconfig is a kubeconfig file for the spoke. Empty: the in-cluster configuration, else
+	// $KUBECONFIG or ~/.kube/config.
+	SpokeKubeconfig string
+	// AgentID identifies this agent among agents serving the same cluster. Empty: read from the
+	// agent-name file of HubKubeconfigDir, else left to Run.
+	AgentID string
+
+	// KubeAPIQPS and KubeAPIBurst limit requests to the spoke; HubKubeAPIQPS and HubKubeAPIBurst
+	// requests to the hub. A QPS of 0 turns client-side rate limiting off.
+	KubeAPIQPS      float32
+	KubeAPIBurst    int
+	HubKubeAPIQPS   float32
+	HubKubeAPIBurst int
+
+	// StatusSyncInterval is how often the status of applied resources is re-read and reported.
+	StatusSyncInterval time.Duration
+	// Workers is the number of ManifestWorks reconciled in parallel.
+	Workers int
+
+	// MetricsBindAddress and HealthProbeBindAddress are host:port addresses to serve metrics and
+	// health probes on; "0" turns either off.
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+
+	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
+	clusterNameFile string
+}
+
+// Defaults.
+//
+// Client-side rate limits: client-go's token bucket exists to protect an API server from a runaway
+// client, but API servers protect themselves with API Priority and Fairness (on by default since
+// Kubernetes 1.20, GA in 1.29), which queues and sheds load per flow far better than a fixed per-client limit. A fixed low limit
+// only makes the agent slow: OCM's 50 QPS caps it at about 25 applied objects per second (a read and
+// a write each). The agent must keep up with hundreds of ManifestWorks and apply more than 700
+// objects per second on a local API server, which is about 1,500 requests per second on the spoke,
+// so the spoke limit sits above that and the burst absorbs a full resync. The hub limit is lower but
+// still generous: the agent writes one status per ManifestWork there, and the hub is shared by every
+// spoke, where priority and fairness keeps one agent from starving the others.
+const (
+	DefaultKubeAPIQPS         float32 = 2000
+	DefaultKubeAPIBurst               = 4000
+	DefaultHubKubeAPIQPS      float32 = 200
+	DefaultHubKubeAPIBurst            = 400
+	DefaultStatusSyncInterval         = 10 * time.Second // as OCM's work agent
+	// DefaultWorkers: applying is dominated by API round trips, not CPU; ten works in flight keep a
+	// spoke API server busy without letting one agent monopolise it.
+	DefaultWorkers                = 10
+	DefaultMetricsBindAddress     = ":8080"
+	DefaultHealthProbeBindAddress = ":8081"
+)
+
+// NewOptions returns Options with their defaults.
+func NewOptions() *Options {
+	return &Options{
+		KubeAPIQPS:             DefaultKubeAPIQPS,
+		KubeAPIBurst:           DefaultKubeAPIBurst,
+		HubKubeAPIQPS:          DefaultHubKubeAPIQPS,
+		HubKubeAPIBurst:        DefaultHubKubeAPIBurst,
+		StatusSyncInterval:     DefaultStatusSyncInterval,
+		Workers:                DefaultWorkers,
+		MetricsBindAddress:     DefaultMetricsBindAddress,
+		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
+	}
+}
+
+// AddFlags binds the options to flags of fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.SpokeClusterName, flagSpokeClusterName, o.SpokeClusterName,
+		"Name of the managed cluster (the hub namespace of its ManifestWorks). Default: the cluster-name file of --"+flagHubKubeconfigDir+".")
+	fs.StringVar(&o.HubKubeconfig, flagHubKubeconfig, o.HubKubeconfig,
+		"Kubeconfig file for the hub. Give this or --"+flagHubKubeconfigDir+".")
+	fs.StringVar(&o.HubKubeconfigDir, flagHubKubeconfigDir, o.HubKubeconfigDir,
+		"Directory laid out as the hub-kubeconfig-secret of a cluster joined with clusteradm: kubeconfig, tls.crt, tls.key, cluster-name. Give this or --"+flagHubKubeconfig+".")
+	fs.StringVar(&o.SpokeKubeconfig, flagSpokeKubeconfig, o.SpokeKubeconfig,
+		"Kubeconfig file for the managed cluster. Default: the in-cluster configuration, else $KUBECONFIG or ~/.kube/config.")
+	fs.StringVar(&o.AgentID, flagAgentID, o.AgentID,
+		"ID of this agent. Default: the agent-name file of --"+flagHubKubeconfigDir+".")
+	fs.Float32Var(&o.KubeAPIQPS, flagKubeAPIQPS, o.KubeAPIQPS,
+		"Requests per second to the managed cluster's API server; 0 turns client-side rate limiting off.")
+	fs.IntVar(&o.KubeAPIBurst, flagKubeAPIBurst, o.KubeAPIBurst,
+		"Burst of requests to the managed cluster's API server.")
+	fs.Float32Var(&o.HubKubeAPIQPS, flagHubKubeAPIQPS, o.HubKubeAPIQPS,
+		"Requests per second to the hub's API server; 0 turns client-side rate limiting off.")
+	fs.IntVar(&o.HubKubeAPIBurst, flagHubKubeAPIBurst, o.HubKubeAPIBurst,
+		"Burst of requests to the hub's API server.")
+	fs.DurationVar(&o.StatusSyncInterval, flagStatusSyncInterval, o.StatusSyncInterval,
+		"Interval to re-read the status of applied resources and report it to the hub.")
+	fs.IntVar(&o.Workers, flagWorkers, o.Workers,
+		"Number of ManifestWorks reconciled in parallel.")
+	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress,
+		"host:port to serve Prometheus metrics on; 0 turns them off.")
+	fs.StringVar(&o.HealthProbeBindAddress, flagHealthBindAddress, o.HealthProbeBindAddress,
+		"host:port to serve /healthz and /readyz on; 0 turns them off.")
+}
+
+// Complete fills in what the flags left out: absolute paths, and the cluster name and agent ID from
+// the files of --hub-kubeconfig-dir when their flags are empty. A flag always beats a file. A missing
+// file is not an error here; Validate reports a missing cluster name.
+func (o *Options) Complete() error {
+	var err error
+	for _, p := range []*string{&o.HubKubeconfig, &o.HubKubeconfigDir, &o.SpokeKubeconfig} {
+		if *p == "" {
+			continue
+		}
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	if o.HubKubeconfigDir == "" || checkDir(o.HubKubeconfigDir) != nil {
+		return nil // Validate says what is wrong with the directory
+	}
+	if o.SpokeClusterName == "" {
+		name, file, err := o.readDirFile(ClusterNameFile)
+		if err != nil {
+			return err
+		}
+		o.SpokeClusterName, o.clusterNameFile = name, file
+	}
+	if o.AgentID == "" {
+		if o.AgentID, _, err = o.readDirFile(AgentNameFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readDirFile returns the trimmed content of a file of HubKubeconfigDir, or "" when it does not exist.
+func (o *Options) readDirFile(name string) (value, path string, err error) {
+	path = filepath.Join(o.HubKubeconfigDir, name)
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", "", nil
+	case err != nil:
+		return "", "", fmt.Errorf("--%s %s: cannot read %s: %v", flagHubKubeconfigDir, o.HubKubeconfigDir, name, unwrapPathError(err))
+	}
+	return strings.TrimSpace(string(data)), path, nil
+}
+
+// Validate reports the first thing wrong with the options, as one line naming the flag.
+func (o *Options) Validate() error {
+	switch {
+	case o.HubKubeconfig == "" && o.HubKubeconfigDir == "":
+		return fmt.Errorf("--%s or --%s is required", flagHubKubeconfig, flagHubKubeconfigDir)
+	case o.HubKubeconfig != "" && o.HubKubeconfigDir != "":
+		return fmt.Errorf("--%s and --%s are mutually exclusive: give one", flagHubKubeconfig, flagHubKubeconfigDir)
+	case o.HubKubeconfig != "":
+		if err := checkFile(o.HubKubeconfig); err != nil {
+			return fmt.Errorf("--%s %s: %s", flagHubKubeconfig, o.HubKubeconfig, err)
+		}
+	default:
+		if err := checkDir(o.HubKubeconfigDir); err != nil {
+			return fmt.Errorf("--%s %s: %s", flagHubKubeconfigDir, o.HubKubeconfigDir, err)
+		}
+		if err := checkFile(filepath.Join(o.HubKubeconfigDir, KubeconfigFile)); err != nil {
+			if errors.Is(err, errNoSuchFile) {
+				return fmt.Errorf("--%s %s: no %s file in it", flagHubKubeconfigDir, o.HubKubeconfigDir, KubeconfigFile)
+			}
+			return fmt.Errorf("--%s %s: %s: %s", flagHubKubeconfigDir, o.HubKubeconfigDir, KubeconfigFile, err)
+		}
+	}
+	if o.SpokeKubeconfig != "" {
+		if err := checkFile(o.SpokeKubeconfig); err != nil {
+			return fmt.Errorf("--%s %s: %s", flagSpokeKubeconfig, o.SpokeKubeconfig, err)
+		}
+	}
+
+	switch {
+	case o.SpokeClusterName == "" && o.HubKubeconfigDir != "":
+		return fmt.Errorf("--%s is required: --%s %s has no %s file", flagSpokeClusterName, flagHubKubeconfigDir, o.HubKubeconfigDir, ClusterNameFile)
+	case o.SpokeClusterName == "":
+		return fmt.Errorf("--%s is required", flagSpokeClusterName)
+	}
+	if errs := validation.IsDNS1123Label(o.SpokeClusterName); len(errs) > 0 {
+		what := "--" + flagSpokeClusterName
+		if o.clusterNameFile != "" {
+			what = fmt.Sprintf("--%s %s: %s file", flagHubKubeconfigDir, o.HubKubeconfigDir, ClusterNameFile)
+		}
+		return fmt.Errorf("%s %q: not a valid cluster (namespace) name: %s", what, o.SpokeClusterName, strings.Join(errs, "; "))
+	}
+
+	if err := validateRateLimit(flagKubeAPIQPS, o.KubeAPIQPS, flagKubeAPIBurst, o.KubeAPIBurst); err != nil {
+		return err
+	}
+	if err := validateRateLimit(flagHubKubeAPIQPS, o.HubKubeAPIQPS, flagHubKubeAPIBurst, o.HubKubeAPIBurst); err != nil {
+		return err
+	}
+	if o.StatusSyncInterval <= 0 {
+		return fmt.Errorf("--%s %s: must be positive", flagStatusSyncInterval, o.StatusSyncInterval)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("--%s %d: must be at least 1", flagWorkers, o.Workers)
+	}
+	if err := validateBindAddress(flagMetricsBindAddress, o.MetricsBindAddress); err != nil {
+		return err
+	}
+	return validateBindAddress(flagHealthBindAddress, o.HealthProbeBindAddress)
+}
+
+func validateRateLimit(qpsFlag string, qps float32, burstFlag string, burst int) error {
+	switch {
+	case qps < 0:
+		return fmt.Errorf("--%s %g: must not be negative (0 turns client-side rate limiting off)", qpsFlag, qps)
+	case burst < 0:
+		return fmt.Errorf("--%s %d: must not be negative", burstFlag, burst)
+	case qps > 0 && burst < 1:
+		return fmt.Errorf("--%s %d: must be at least 1 when --%s is not 0", burstFlag, burst, qpsFlag)
+	}
+	return nil
+}
+
+func validateBindAddress(flag, addr string) error {
+	if addr == "0" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("--%s %q: want host:port (e.g. :8080), or 0 to turn it off", flag, addr)
+	}
+	return nil
+}
+
+var errNoSuchFile = errors.New("no such file")
+
+// checkFile says, in a few words, why path is not a readable regular file.
+func checkFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errNoSuchFile
+	case err != nil:
+		return unwrapPathError(err)
+	case fi.IsDir():
+		return errors.New("is a directory, not a file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return unwrapPathError(err)
+	}
+	return f.Close()
+}
+
+func checkDir(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("no such directory")
+	case err != nil:
+		return unwrapPathError(err)
+	case !fi.IsDir():
+		return errors.New("not a directory")
+	}
+	return nil
+}
+
+// unwrapPathError drops the operation and path an *os.PathError repeats, for messages that name the
+// path already.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// hubKubeconfigPath is the hub kubeconfig file, and the flag it came from.
+func (o *Options) hubKubeconfigPath() (path, flag string) {
+	if o.HubKubeconfig != "" {
+		return o.HubKubeconfig, flagHubKubeconfig
+	}
+	if o.HubKubeconfigDir != "" {
+		return filepath.Join(o.HubKubeconfigDir, KubeconfigFile), flagHubKubeconfigDir
+	}
+	return "", flagHubKubeconfig
+}
+
+// HubConfig returns the client configuration for the hub, with the hub rate limits and a user agent
+// naming ferry-agent.
+//
+// Client certificate, key and token files stay file references in the result (relative ones resolved
+// against the kubeconfig's directory), never inlined, so that client-go picks up their rotation by
+// itself; see kubeconfig.go for what it does and does not reload.
+func (o *Options) HubConfig() (*rest.Config, error) {
+	path, flag := o.hubKubeconfigPath()
+	if path == "" {
+		return nil, fmt.Errorf("--%s or --%s is required", flagHubKubeconfig, flagHubKubeconfigDir)
+	}
+	cfg, err := loadKubeconfig(path)
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig %s (--%s): %s", path, flag, oneLine(err))
+	}
+	applyClientSettings(cfg, o.HubKubeAPIQPS, o.HubKubeAPIBurst, "hub")
+	return cfg, nil
+}
+
+// SpokeConfig returns the client configuration for the managed cluster: --spoke-kubeconfig, else the
+// in-cluster configuration, else $KUBECONFIG or ~/.kube/config. It carries the spoke rate limits and a
+// user agent naming ferry-agent.
+func (o *Options) SpokeConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	switch {
+	case o.SpokeKubeconfig != "":
+		if cfg, err = loadKubeconfig(o.SpokeKubeconfig); err != nil {
+			return nil, fmt.Errorf("spoke kubeconfig %s (--%s): %s", o.SpokeKubeconfig, flagSpokeKubeconfig, oneLine(err))
+		}
+	default:
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("spoke: no --%s, not running in a cluster, and no usable kubeconfig in $KUBECONFIG or %s: %s",
+					flagSpokeKubeconfig, clientcmd.RecommendedHomeFile, oneLine(err))
+			}
+		} else if err != nil {
+			return nil, fmt.Errorf("spoke: in-cluster configuration: %s", oneLine(err))
+		}
+	}
+	applyClientSettings(cfg, o.KubeAPIQPS, o.KubeAPIBurst, "spoke")
+	return cfg, nil
+}
+
+// loadKubeconfig loads one kubeconfig file with client-go's loading rules, which resolve the file
+// references in it against its directory and keep them as references.
+func loadKubeconfig(path string) (*rest.Config, error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("no cluster, user or context in it")
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func applyClientSettings(cfg *rest.Config, qps float32, burst int, role string) {
+	cfg.QPS, cfg.Burst = qps, burst
+	if qps == 0 {
+		cfg.QPS = -1 // client-go reads 0 as "5"; a negative QPS is its "no rate limiter"
+	}
+	cfg.UserAgent = userAgent(role)
+}
+
+// userAgent is e.g. "ferry-agent/v0.1.0 (linux/amd64) hub".
+func userAgent(role string) string {
+	version := "devel"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	return fmt.Sprintf("ferry-agent/%s (%s/%s) %s", version, runtime.GOOS, runtime.GOARCH, role)
+}
+
+// CheckHubReachable makes one cheap request the agent's least-privilege hub credential allows — a
+// namespaced list of at most one ManifestWork in the cluster namespace — and says in one line what is
+// wrong when it fails: the hub cannot be reached, the credential is rejected or not allowed, or the
+// ManifestWork API is not served.
+func (o *Options) CheckHubReachable(ctx context.Context) error {
+	cfg, err := o.HubConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = hubCheckTimeout
+	client, err := workclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("hub %s: %s", cfg.Host, oneLine(err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, hubCheckTimeout)
+	defer cancel()
+	ns := o.SpokeClusterName
+	_, err = client.WorkV1().ManifestWorks(ns).List(ctx, metav1.ListOptions{Limit: 1})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("hub %s: credential cannot list manifestworks in namespace %s: forbidden: %s", cfg.Host, ns, oneLine(apiMessage(err)))
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("hub %s: credential rejected (401 Unauthorized): the client certificate or token is not valid for this hub", cfg.Host)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("hub %s: does not serve manifestworks.work.open-cluster-management.io/v1: is the OCM work API installed?", cfg.Host)
+	case isAPIStatus(err):
+		return fmt.Errorf("hub %s: list manifestworks in namespace %s: %s", cfg.Host, ns, oneLine(err))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("hub %s: unreachable: no answer within %s", cfg.Host, hubCheckTimeout)
+	case ctx.Err() != nil:
+		return fmt.Errorf("hub %s: check cancelled: %w", cfg.Host, ctx.Err())
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the request URL repeats the host
+	}
+	return fmt.Errorf("hub %s: unreachable: %s", cfg.Host, oneLine(err))
+}
+
+func isAPIStatus(err error) bool {
+	var s apierrors.APIStatus
+	return errors.As(err, &s)
+}
+
+// apiMessage is the API server's own message of a status error.
+func apiMessage(err error) error {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) && s.Status().Message != "" {
+		return errors.New(s.Status().Message)
+	}
+	return err
+}
+
+// oneLine folds a multi-line error message into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

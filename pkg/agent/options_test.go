@@ -1,0 +1,444 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+func TestNewOptionsDefaults(t *testing.T) {
+	o := NewOptions()
+	want := Options{
+		KubeAPIQPS:             2000,
+		KubeAPIBurst:           4000,
+		HubKubeAPIQPS:          200,
+		HubKubeAPIBurst:        400,
+		StatusSyncInterval:     10 * time.Second,
+		Workers:                10,
+		MetricsBindAddress:     ":8080",
+		HealthProbeBindAddress: ":8081",
+	}
+	if *o != want {
+		t.Errorf("NewOptions() = %+v\nwant          %+v", *o, want)
+	}
+	// The flags show the same defaults.
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	for name, def := range map[string]string{
+		"kube-api-qps": "2000", "kube-api-burst": "4000", "hub-kube-api-qps": "200", "hub-kube-api-burst": "400",
+		"status-sync-interval": "10s", "workers": "10", "metrics-bind-address": ":8080",
+		"health-probe-bind-address": ":8081", "spoke-cluster-name": "", "hub-kubeconfig": "",
+		"hub-kubeconfig-dir": "", "spoke-kubeconfig": "", "agent-id": "",
+	} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("no flag --%s", name)
+			continue
+		}
+		if f.DefValue != def {
+			t.Errorf("--%s default %q, want %q", name, f.DefValue, def)
+		}
+	}
+}
+
+func TestAddFlagsParsesEveryFlag(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	err := fs.Parse([]string{
+		"--spoke-cluster-name=cluster1",
+		"--hub-kubeconfig=/etc/hub/kubeconfig",
+		"--hub-kubeconfig-dir=/spoke/hub-kubeconfig",
+		"--spoke-kubeconfig=/etc/spoke/kubeconfig",
+		"--agent-id=agent-7",
+		"--kube-api-qps=123.5",
+		"--kube-api-burst=456",
+		"--hub-kube-api-qps=7.25",
+		"--hub-kube-api-burst=9",
+		"--status-sync-interval=1m30s",
+		"--workers=3",
+		"--metrics-bind-address=127.0.0.1:9090",
+		"--health-probe-bind-address=0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{
+		SpokeClusterName:       "cluster1",
+		HubKubeconfig:          "/etc/hub/kubeconfig",
+		HubKubeconfigDir:       "/spoke/hub-kubeconfig",
+		SpokeKubeconfig:        "/etc/spoke/kubeconfig",
+		AgentID:                "agent-7",
+		KubeAPIQPS:             123.5,
+		KubeAPIBurst:           456,
+		HubKubeAPIQPS:          7.25,
+		HubKubeAPIBurst:        9,
+		StatusSyncInterval:     90 * time.Second,
+		Workers:                3,
+		MetricsBindAddress:     "127.0.0.1:9090",
+		HealthProbeBindAddress: "0",
+	}
+	if *o != want {
+		t.Errorf("parsed %+v\nwant   %+v", *o, want)
+	}
+}
+
+// writeOptFile writes content to dir/name and returns the path.
+func writeOptFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testCertKey is a self-signed certificate and its key, made once: RSA key generation is slow.
+var testCertKey = sync.OnceValues(func() ([2][]byte, error) {
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("ferry-agent-test", nil, nil)
+	return [2][]byte{certPEM, keyPEM}, err
+})
+
+// writeCertKey writes a certificate and its key as tls.crt and tls.key in dir.
+func writeCertKey(t *testing.T, dir string) {
+	t.Helper()
+	pair, err := testCertKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeOptFile(t, dir, TLSCertFile, string(pair[0]))
+	writeOptFile(t, dir, TLSKeyFile, string(pair[1]))
+}
+
+// writeDirKubeconfig writes dir/kubeconfig as the OCM registration agent does: the CA given here, the
+// client certificate and key as the relative paths tls.crt and tls.key.
+func writeDirKubeconfig(t *testing.T, dir, server string, ca clientcmdapi.Cluster) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	ca.Server = server
+	kc.Clusters["default-cluster"] = &ca
+	kc.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificate: TLSCertFile, ClientKey: TLSKeyFile}
+	kc.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
+	kc.CurrentContext = "default-context"
+	if err := clientcmd.WriteToFile(*kc, filepath.Join(dir, KubeconfigFile)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hubDir makes a hub kubeconfig directory with every file of the clusteradm layout.
+func hubDir(t *testing.T, clusterName string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeCertKey(t, dir)
+	writeDirKubeconfig(t, dir, "https://hub.example:6443", clientcmdapi.Cluster{InsecureSkipTLSVerify: true})
+	if clusterName != "" {
+		writeOptFile(t, dir, ClusterNameFile, clusterName)
+	}
+	return dir
+}
+
+// completed parses args into fresh Options and completes them.
+func completed(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatalf("complete %q: %v", args, err)
+	}
+	return o
+}
+
+func TestCompleteReadsClusterAndAgentNameFromDir(t *testing.T) {
+	dir := hubDir(t, "cluster1\n") // a file written with a trailing newline still names cluster1
+	writeOptFile(t, dir, AgentNameFile, "agent-x")
+	o := completed(t, "--hub-kubeconfig-dir", dir)
+	if o.SpokeClusterName != "cluster1" {
+		t.Errorf("SpokeClusterName = %q, want cluster1 from %s", o.SpokeClusterName, ClusterNameFile)
+	}
+	if o.AgentID != "agent-x" {
+		t.Errorf("AgentID = %q, want agent-x from %s", o.AgentID, AgentNameFile)
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestCompleteFlagBeatsFile(t *testing.T) {
+	dir := hubDir(t, "from-file")
+	writeOptFile(t, dir, AgentNameFile, "agent-from-file")
+	o := completed(t, "--hub-kubeconfig-dir", dir, "--spoke-cluster-name", "from-flag", "--agent-id", "agent-from-flag")
+	if o.SpokeClusterName != "from-flag" || o.AgentID != "agent-from-flag" {
+		t.Errorf("SpokeClusterName, AgentID = %q, %q; want the flags' from-flag, agent-from-flag", o.SpokeClusterName, o.AgentID)
+	}
+}
+
+func TestCompleteWithoutNameFiles(t *testing.T) {
+	o := completed(t, "--hub-kubeconfig-dir", hubDir(t, ""))
+	if o.SpokeClusterName != "" || o.AgentID != "" {
+		t.Errorf("SpokeClusterName, AgentID = %q, %q; want both empty", o.SpokeClusterName, o.AgentID)
+	}
+}
+
+func TestCompleteUnreadableClusterNameFile(t *testing.T) {
+	dir := hubDir(t, "")
+	if err := os.Mkdir(filepath.Join(dir, ClusterNameFile), 0o700); err != nil { // a directory cannot be read as a file
+		t.Fatal(err)
+	}
+	o := NewOptions()
+	o.HubKubeconfigDir = dir
+	err := o.Complete()
+	want := "--hub-kubeconfig-dir " + dir + ": cannot read cluster-name: is a directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("Complete() = %v, want %q", err, want)
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	good := hubDir(t, "cluster1")
+	noKubeconfig := t.TempDir()
+	writeOptFile(t, noKubeconfig, ClusterNameFile, "cluster1")
+	noName := hubDir(t, "")
+	badName := hubDir(t, "Bad.Name")
+	plainFile := writeOptFile(t, t.TempDir(), "plain", "x")
+	kubeconfigFile := filepath.Join(good, KubeconfigFile)
+	missing := filepath.Join(t.TempDir(), "missing")
+
+	cases := []struct {
+		name string
+		args []string
+		want string // the whole message, or its start when prefix is set
+		// prefix: the rest of the message is apimachinery's wording
+		prefix bool
+	}{
+		{"valid dir", []string{"--hub-kubeconfig-dir", good}, "", false},
+		{"valid file", []string{"--hub-kubeconfig", kubeconfigFile, "--spoke-cluster-name", "c1"}, "", false},
+		{"valid without rate limits or servers", []string{"--hub-kubeconfig-dir", good, "--kube-api-qps=0", "--kube-api-burst=0",
+			"--hub-kube-api-qps=0", "--hub-kube-api-burst=0", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, "", false},
+		{"no hub kubeconfig", nil,
+			"--hub-kubeconfig or --hub-kubeconfig-dir is required", false},
+		{"both hub kubeconfigs", []string{"--hub-kubeconfig", kubeconfigFile, "--hub-kubeconfig-dir", good},
+			"--hub-kubeconfig and --hub-kubeconfig-dir are mutually exclusive: give one", false},
+		{"hub kubeconfig missing", []string{"--hub-kubeconfig", missing, "--spoke-cluster-name", "c1"},
+			"--hub-kubeconfig " + missing + ": no such file", false},
+		{"hub kubeconfig is a directory", []string{"--hub-kubeconfig", good, "--spoke-cluster-name", "c1"},
+			"--hub-kubeconfig " + good + ": is a directory, not a file", false},
+		{"dir missing", []string{"--hub-kubeconfig-dir", missing},
+			"--hub-kubeconfig-dir " + missing + ": no such directory", false},
+		{"dir is a file", []string{"--hub-kubeconfig-dir", plainFile},
+			"--hub-kubeconfig-dir " + plainFile + ": not a directory", false},
+		{"dir without kubeconfig", []string{"--hub-kubeconfig-dir", noKubeconfig},
+			"--hub-kubeconfig-dir " + noKubeconfig + ": no kubeconfig file in it", false},
+		{"spoke kubeconfig missing", []string{"--hub-kubeconfig-dir", good, "--spoke-kubeconfig", missing},
+			"--spoke-kubeconfig " + missing + ": no such file", false},
+		{"no cluster name in dir", []string{"--hub-kubeconfig-dir", noName},
+			"--spoke-cluster-name is required: --hub-kubeconfig-dir " + noName + " has no cluster-name file", false},
+		{"no cluster name", []string{"--hub-kubeconfig", kubeconfigFile},
+			"--spoke-cluster-name is required", false},
+		{"cluster name not a label", []string{"--hub-kubeconfig", kubeconfigFile, "--spoke-cluster-name", "Cluster_1"},
+			`--spoke-cluster-name "Cluster_1": not a valid cluster (namespace) name: a lowercase RFC 1123 label`, true},
+		{"cluster name too long", []string{"--hub-kubeconfig", kubeconfigFile, "--spoke-cluster-name", strings.Repeat("a", 64)},
+			`--spoke-cluster-name "` + strings.Repeat("a", 64) + `": not a valid cluster (namespace) name: must be no more than 63`, true},
+		{"cluster name file not a label", []string{"--hub-kubeconfig-dir", badName},
+			"--hub-kubeconfig-dir " + badName + `: cluster-name file "Bad.Name": not a valid cluster (namespace) name: `, true},
+		{"negative spoke qps", []string{"--hub-kubeconfig-dir", good, "--kube-api-qps=-1"},
+			"--kube-api-qps -1: must not be negative (0 turns client-side rate limiting off)", false},
+		{"negative spoke burst", []string{"--hub-kubeconfig-dir", good, "--kube-api-burst=-5"},
+			"--kube-api-burst -5: must not be negative", false},
+		{"spoke burst 0 with a qps", []string{"--hub-kubeconfig-dir", good, "--kube-api-burst=0"},
+			"--kube-api-burst 0: must be at least 1 when --kube-api-qps is not 0", false},
+		{"negative hub qps", []string{"--hub-kubeconfig-dir", good, "--hub-kube-api-qps=-0.5"},
+			"--hub-kube-api-qps -0.5: must not be negative (0 turns client-side rate limiting off)", false},
+		{"negative hub burst", []string{"--hub-kubeconfig-dir", good, "--hub-kube-api-burst=-1"},
+			"--hub-kube-api-burst -1: must not be negative", false},
+		{"hub burst 0 with a qps", []string{"--hub-kubeconfig-dir", good, "--hub-kube-api-qps=10", "--hub-kube-api-burst=0"},
+			"--hub-kube-api-burst 0: must be at least 1 when --hub-kube-api-qps is not 0", false},
+		{"zero status sync interval", []string{"--hub-kubeconfig-dir", good, "--status-sync-interval=0"},
+			"--status-sync-interval 0s: must be positive", false},
+		{"zero workers", []string{"--hub-kubeconfig-dir", good, "--workers=0"},
+			"--workers 0: must be at least 1", false},
+		{"negative workers", []string{"--hub-kubeconfig-dir", good, "--workers=-2"},
+			"--workers -2: must be at least 1", false},
+		{"metrics address without port", []string{"--hub-kubeconfig-dir", good, "--metrics-bind-address=8080"},
+			`--metrics-bind-address "8080": want host:port (e.g. :8080), or 0 to turn it off`, false},
+		{"health address with empty port", []string{"--hub-kubeconfig-dir", good, "--health-probe-bind-address=localhost:"},
+			`--health-probe-bind-address "localhost:": want host:port (e.g. :8080), or 0 to turn it off`, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			err := completed(t, tc.args...).Validate()
+			switch {
+			case want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want no error", err)
+			case want == "":
+				return
+			case err == nil:
+				t.Fatalf("Validate() = nil, want %q", want)
+			case strings.Contains(err.Error(), "\n"):
+				t.Errorf("error is more than one line: %q", err)
+			}
+			if got := err.Error(); tc.prefix && !strings.HasPrefix(got, want) || !tc.prefix && got != want {
+				t.Errorf("Validate() =\n  %q\nwant\n  %q (prefix: %v)", got, want, tc.prefix)
+			}
+		})
+	}
+}
+
+func TestHubConfigResolvesRelativePathsInDir(t *testing.T) {
+	dir := hubDir(t, "cluster1")
+	pair, err := testCertKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeOptFile(t, dir, "ca.crt", string(pair[0]))
+	writeDirKubeconfig(t, dir, "https://hub.example:6443", clientcmdapi.Cluster{CertificateAuthority: "ca.crt"})
+
+	// Name the directory relative to a working directory that is neither it nor its parent, and move
+	// away afterwards: the paths in the kubeconfig resolve against the kubeconfig's directory.
+	t.Chdir(filepath.Dir(dir))
+	o := completed(t, "--hub-kubeconfig-dir", filepath.Base(dir))
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+
+	cfg, err := o.HubConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string][2]string{
+		"CertFile": {cfg.CertFile, filepath.Join(dir, TLSCertFile)},
+		"KeyFile":  {cfg.KeyFile, filepath.Join(dir, TLSKeyFile)},
+		"CAFile":   {cfg.CAFile, filepath.Join(dir, "ca.crt")},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("%s = %q, want %q", what, got[0], got[1])
+		}
+	}
+	// Kept as file references, so that client-go reloads rotated files.
+	if len(cfg.CertData) != 0 || len(cfg.KeyData) != 0 {
+		t.Errorf("client certificate or key inlined into the rest.Config")
+	}
+	// The files are really found: client-go builds its TLS configuration from them.
+	if _, err := rest.TLSConfigFor(cfg); err != nil {
+		t.Errorf("TLS configuration from the resolved files: %v", err)
+	}
+	if cfg.Host != "https://hub.example:6443" || cfg.QPS != 200 || cfg.Burst != 400 {
+		t.Errorf("Host, QPS, Burst = %s, %g, %d; want https://hub.example:6443, 200, 400", cfg.Host, cfg.QPS, cfg.Burst)
+	}
+	if !strings.HasPrefix(cfg.UserAgent, "ferry-agent/") || !strings.HasSuffix(cfg.UserAgent, " hub") {
+		t.Errorf("UserAgent = %q, want ferry-agent/<version> (...) hub", cfg.UserAgent)
+	}
+	if got, want := o.HubWatchPaths(), []string{filepath.Join(dir, KubeconfigFile), filepath.Join(dir, "ca.crt")}; !slices.Equal(got, want) {
+		t.Errorf("HubWatchPaths() = %q, want %q", got, want)
+	}
+}
+
+func TestHubWatchPathsInlineCA(t *testing.T) {
+	dir := hubDir(t, "cluster1")
+	writeDirKubeconfig(t, dir, "https://hub.example:6443", clientcmdapi.Cluster{CertificateAuthorityData: []byte("ca")})
+	o := completed(t, "--hub-kubeconfig-dir", dir)
+	if got, want := o.HubWatchPaths(), []string{filepath.Join(dir, KubeconfigFile)}; !slices.Equal(got, want) {
+		t.Errorf("HubWatchPaths() = %q, want %q", got, want)
+	}
+}
+
+func TestHubConfigErrors(t *testing.T) {
+	t.Run("missing kubeconfig", func(t *testing.T) {
+		dir := t.TempDir()
+		o := completed(t, "--hub-kubeconfig-dir", dir)
+		_, err := o.HubConfig()
+		want := "hub kubeconfig " + filepath.Join(dir, KubeconfigFile) + " (--hub-kubeconfig-dir): no such file"
+		if err == nil || err.Error() != want {
+			t.Errorf("HubConfig() error = %v, want %q", err, want)
+		}
+	})
+	t.Run("empty kubeconfig", func(t *testing.T) {
+		p := writeOptFile(t, t.TempDir(), "kubeconfig", "")
+		_, err := completed(t, "--hub-kubeconfig", p).HubConfig()
+		want := "hub kubeconfig " + p + " (--hub-kubeconfig): no cluster, user or context in it"
+		if err == nil || err.Error() != want {
+			t.Errorf("HubConfig() error = %v, want %q", err, want)
+		}
+	})
+	t.Run("not YAML", func(t *testing.T) {
+		p := writeOptFile(t, t.TempDir(), "kubeconfig", "clusters: [\n  - {\n")
+		_, err := completed(t, "--hub-kubeconfig", p).HubConfig()
+		if err == nil || !strings.HasPrefix(err.Error(), "hub kubeconfig "+p+" (--hub-kubeconfig): ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("HubConfig() error = %q, want one line naming %s", err, p)
+		}
+	})
+	t.Run("certificate file missing", func(t *testing.T) {
+		dir := hubDir(t, "cluster1")
+		if err := os.Remove(filepath.Join(dir, TLSCertFile)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := completed(t, "--hub-kubeconfig-dir", dir).HubConfig()
+		if err == nil || !strings.HasPrefix(err.Error(), "hub kubeconfig "+filepath.Join(dir, KubeconfigFile)+" (--hub-kubeconfig-dir): ") ||
+			!strings.Contains(err.Error(), filepath.Join(dir, TLSCertFile)) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("HubConfig() error = %q, want one line naming the kubeconfig and the missing %s", err, TLSCertFile)
+		}
+	})
+}
+
+func TestSpokeConfig(t *testing.T) {
+	dir := hubDir(t, "") // any valid kubeconfig will do
+	kubeconfig := filepath.Join(dir, KubeconfigFile)
+	// Not in a cluster, whatever machine runs the test.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+
+	t.Run("--spoke-kubeconfig", func(t *testing.T) {
+		t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "not-this-one"))
+		cfg, err := completed(t, "--spoke-kubeconfig", kubeconfig, "--kube-api-qps=300", "--kube-api-burst=600").SpokeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != "https://hub.example:6443" || cfg.QPS != 300 || cfg.Burst != 600 || !strings.HasSuffix(cfg.UserAgent, " spoke") {
+			t.Errorf("Host, QPS, Burst, UserAgent = %s, %g, %d, %q", cfg.Host, cfg.QPS, cfg.Burst, cfg.UserAgent)
+		}
+	})
+	t.Run("$KUBECONFIG outside a cluster", func(t *testing.T) {
+		t.Setenv("KUBECONFIG", kubeconfig)
+		cfg, err := completed(t, "--kube-api-qps=0").SpokeConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != "https://hub.example:6443" {
+			t.Errorf("Host = %s, want the server of $KUBECONFIG", cfg.Host)
+		}
+		if cfg.QPS >= 0 {
+			t.Errorf("QPS = %g: --kube-api-qps=0 must turn client-side rate limiting off (a negative QPS), not leave client-go's default of 5", cfg.QPS)
+		}
+	})
+	t.Run("nothing to load", func(t *testing.T) {
+		t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "absent"))
+		_, err := completed(t).SpokeConfig()
+		want := "spoke: no --spoke-kubeconfig, not running in a cluster, and no usable kubeconfig in $KUBECONFIG or "
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("SpokeConfig() error = %v, want one line starting %q", err, want)
+		}
+	})
+	t.Run("broken --spoke-kubeconfig", func(t *testing.T) {
+		p := writeOptFile(t, t.TempDir(), "kubeconfig", "")
+		_, err := completed(t, "--spoke-kubeconfig", p).SpokeConfig()
+		want := "spoke kubeconfig " + p + " (--spoke-kubeconfig): no cluster, user or context in it"
+		if err == nil || err.Error() != want {
+			t.Errorf("SpokeConfig() error = %v, want %q", err, want)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+)
+
+// hubWatchInterval is how often the hub kubeconfig files are checked for a change that needs new clients.
+const hubWatchInterval = 10 * time.Second
+
+// Run runs the agent for completed, validated options until ctx is done. When the hub kubeconfig
+// changes (a new server, CA or inline credential), the agent restarts its controllers with new clients.
+func Run(ctx context.Context, o *Options) error {
+	log := klog.FromContext(ctx)
+	var ready atomic.Bool
+	if err := serve(ctx, o.HealthProbeBindAddress, healthHandler(&ready)); err != nil {
+		return fmt.Errorf("--%s: %w", flagHealthBindAddress, err)
+	}
+	if err := serve(ctx, o.MetricsBindAddress, promhttp.Handler()); err != nil {
+		return fmt.Errorf("--%s: %w", flagMetricsBindAddress, err)
+	}
+	for {
+		runCtx, cancel := context.WithCancel(ctx)
+		var changed atomic.Bool
+		// Watch before loading, so that a change in between is not missed.
+		WatchFiles(runCtx, o.HubWatchPaths(), hubWatchInterval, func() {
+			changed.Store(true)
+			cancel()
+		})
+		err := runOnce(runCtx, o, &ready)
+		cancel()
+		ready.Store(false)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case changed.Load():
+			log.Info("hub kubeconfig changed; restarting with new hub clients")
+			continue
+		}
+		return err
+	}
+}
+
+func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
+	hub, err := o.HubConfig()
+	if err != nil {
+		return err
+	}
+	spoke, err := o.SpokeConfig()
+	if err != nil {
+		return err
+	}
+	if err := o.CheckHubReachable(ctx); err != nil {
+		return err
+	}
+	agentID := o.AgentID
+	if agentID == "" {
+		agentID = o.SpokeClusterName
+	}
+	return Start(ctx, Config{
+		ClusterName:        o.SpokeClusterName,
+		AgentID:            agentID,
+		Hub:                hub,
+		Spoke:              spoke,
+		Workers:            o.Workers,
+		StatusSyncInterval: o.StatusSyncInterval,
+		Log:                klog.FromContext(ctx),
+		Ready:              func() { ready.Store(true) },
+	})
+}
+
+// healthHandler answers /healthz always and /readyz once the agent's caches are in sync.
+func healthHandler(ready *atomic.Bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+// serve serves h on addr until ctx is done; "0" or "" serves nothing.
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "serve", "address", addr)
+		}
+	}()
+	return nil
+}

@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
+	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/agent/feedback"
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// Config is a resolved agent configuration: what Options turn into once flags and kubeconfigs are read.
+type Config struct {
+	// ClusterName is the managed cluster's name, the hub namespace of its ManifestWorks.
+	ClusterName string
+	// AgentID identifies this agent in AppliedManifestWorks.
+	AgentID string
+	// Hub reaches the hub, with a credential for the cluster namespace; Spoke reaches the managed cluster.
+	Hub, Spoke *rest.Config
+	// Workers is the number of ManifestWorks reconciled at once.
+	Workers int
+	// StatusSyncInterval is how often a work is reconciled when nothing happens to it.
+	StatusSyncInterval time.Duration
+	// RecordNamespace is a namespace on the spoke where last-applied records too large for an
+	// annotation are kept; empty: such manifests fail under Update with a clear message.
+	RecordNamespace string
+	Log             logr.Logger
+	// Ready, if set, is called once the caches are in sync and the workers run.
+	Ready func()
+}
+
+// Start runs the agent until ctx is done.
+func Start(ctx context.Context, cfg Config) error {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	hubWork, err := workclientset.NewForConfig(cfg.Hub)
+	if err != nil {
+		return fmt.Errorf("hub client: %w", err)
+	}
+	spokeWork, err := workclientset.NewForConfig(cfg.Spoke)
+	if err != nil {
+		return fmt.Errorf("spoke client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg.Spoke)
+	if err != nil {
+		return fmt.Errorf("spoke client: %w", err)
+	}
+	meta, err := metadata.NewForConfig(cfg.Spoke)
+	if err != nil {
+		return fmt.Errorf("spoke client: %w", err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg.Spoke)
+	if err != nil {
+		return fmt.Errorf("spoke client: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	applier := apply.New(dyn, mapper)
+	if cfg.RecordNamespace != "" {
+		kube, err := kubernetes.NewForConfig(cfg.Spoke)
+		if err != nil {
+			return fmt.Errorf("spoke client: %w", err)
+		}
+		applier.WithRecordStore(apply.NewSecretRecordStore(kube, cfg.RecordNamespace))
+	}
+
+	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName))
+	spokeInformers := workinformers.NewSharedInformerFactory(spokeWork, 0)
+	works := hubInformers.Work().V1().ManifestWorks()
+	amws := spokeInformers.Work().V1().AppliedManifestWorks()
+
+	c := &controller{
+		cluster:    cfg.ClusterName,
+		hubHash:    HubHash(cfg.Hub.Host),
+		agentID:    cfg.AgentID,
+		works:      hubWork.WorkV1().ManifestWorks(cfg.ClusterName),
+		workLister: works.Lister().ManifestWorks(cfg.ClusterName),
+		amws:       spokeWork.WorkV1().AppliedManifestWorks(),
+		amwLister:  amws.Lister(),
+		dynamic:    dyn,
+		mapper:     mapper,
+		applier:    applier,
+		feedback:   feedback.New(feedback.Options{}),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			// Conflicts and server errors back off from 100ms to a minute.
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "manifestworks"}),
+		freshWorks: newFresher[*workv1.ManifestWork](),
+		freshAMWs:  newFresher[*workv1.AppliedManifestWork](),
+		resync:     cfg.StatusSyncInterval,
+		log:        cfg.Log,
+	}
+	c.watches = newObjectWatches(meta, c.enqueue)
+
+	_, err = works.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if w, ok := obj.(*workv1.ManifestWork); ok {
+				c.enqueue(w.Name)
+			}
+		},
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*workv1.ManifestWork)
+			w, ok2 := cur.(*workv1.ManifestWork)
+			// Status writes (ours) change neither the generation nor the deletion timestamp.
+			if ok1 && ok2 && (o.Generation != w.Generation || (w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
+				c.enqueue(w.Name)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = amws.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if a, ok := obj.(*workv1.AppliedManifestWork); ok && a.Spec.HubHash == c.hubHash {
+				c.enqueue(a.Spec.ManifestWorkName)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	hubInformers.Start(ctx.Done())
+	spokeInformers.Start(ctx.Done())
+	// The caches fail to sync only when ctx is done: that is a stop, not an error.
+	for _, ok := range hubInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil
+		}
+	}
+	for _, ok := range spokeInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil
+		}
+	}
+	c.log.Info("work agent started", "cluster", cfg.ClusterName, "hub", cfg.Hub.Host, "workers", cfg.Workers)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	c.run(ctx, cfg.Workers)
+	hubInformers.Shutdown()
+	spokeInformers.Shutdown()
+	return nil
+}

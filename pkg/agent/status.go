@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// Condition reasons. Where Open Cluster Management has a reason for a state, it is used as is.
+const (
+	ReasonAppliedManifestComplete = workv1.AppliedManifestComplete
+	ReasonAppliedManifestFailed   = workv1.AppliedManifestFailed
+	ReasonApplyConflict           = "ApplyConflict"
+	ReasonSSAIgnoreFieldError     = workv1.AppliedManifestSSAIgnoreFieldError
+	// ReasonApplyOnceSkipped: an ApplyOnceForce object deleted on the spoke is left deleted.
+	ReasonApplyOnceSkipped = "ApplyOnceSkipped"
+	// ReasonWaitingForCRD: a custom resource waits for its CustomResourceDefinition in the same work.
+	ReasonWaitingForCRD = "WaitingForCustomResourceDefinition"
+
+	ReasonResourceAvailable    = "ResourceAvailable"
+	ReasonResourceNotAvailable = "ResourceNotAvailable"
+
+	ConditionStatusFeedbackSynced = "StatusFeedbackSynced"
+	ReasonStatusFeedbackSynced    = "StatusFeedbackSynced"
+	ReasonStatusFeedbackFailed    = "StatusFeedbackSyncFailed"
+
+	ReasonWorkApplied      = "AppliedManifestWorkComplete"
+	ReasonWorkApplyFailed  = "AppliedManifestWorkFailed"
+	ReasonWorkApplying     = "AppliedManifestWorkProgressing"
+	ReasonWorkAvailable    = "ResourcesAvailable"
+	ReasonWorkNotAvailable = "ResourcesNotAvailable"
+)
+
+// updateStatus writes the work's status when, and only when, it changed.
+func (c *controller) updateStatus(ctx context.Context, work *workv1.ManifestWork, results []manifestResult) error {
+	status := buildStatus(work, results)
+	if equality.Semantic.DeepEqual(status, work.Status) {
+		return nil
+	}
+	w := work.DeepCopy()
+	w.Status = status
+	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	c.freshWorks.wrote(work.ResourceVersion, updated)
+	return nil
+}
+
+// buildStatus computes the status for this round's results, keeping each condition's
+// lastTransitionTime when its status did not change.
+func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.ManifestWorkStatus {
+	gen := work.Generation
+	previous := map[int32][]metav1.Condition{}
+	for _, m := range work.Status.ResourceStatus.Manifests {
+		previous[m.ResourceMeta.Ordinal] = m.Conditions
+	}
+	status := workv1.ManifestWorkStatus{Conditions: cloneConditions(work.Status.Conditions)}
+	var failed, waiting, unavailable []string
+	for i := range results {
+		r := &results[i]
+		mc := workv1.ManifestCondition{ResourceMeta: r.meta, Conditions: cloneConditions(previous[r.meta.Ordinal])}
+		// Conditions of a different object at this ordinal do not carry over.
+		if old := findManifest(work.Status.ResourceStatus.Manifests, r.meta.Ordinal); old != nil && !sameObject(old.ResourceMeta, r.meta) {
+			mc.Conditions = nil
+		}
+		applied := appliedCondition(r)
+		applied.ObservedGeneration = gen
+		meta.SetStatusCondition(&mc.Conditions, applied)
+		switch applied.Status {
+		case metav1.ConditionFalse:
+			failed = append(failed, describeManifest(r))
+		case metav1.ConditionUnknown:
+			waiting = append(waiting, describeManifest(r))
+		}
+		available := metav1.Condition{Type: workv1.ManifestAvailable, Status: metav1.ConditionTrue, Reason: ReasonResourceAvailable,
+			Message: "Resource is available", ObservedGeneration: gen}
+		if !r.exists() {
+			available.Status, available.Reason, available.Message = metav1.ConditionFalse, ReasonResourceNotAvailable, "Resource is not available"
+			unavailable = append(unavailable, describeManifest(r))
+		}
+		meta.SetStatusCondition(&mc.Conditions, available)
+		if r.config != nil && len(r.config.FeedbackRules) > 0 && r.exists() {
+			mc.StatusFeedbacks.Values = r.feedback
+			synced := metav1.Condition{Type: ConditionStatusFeedbackSynced, Status: metav1.ConditionTrue, Reason: ReasonStatusFeedbackSynced,
+				Message: "Status feedback is synced", ObservedGeneration: gen}
+			if r.feedbackErr != nil {
+				synced.Status, synced.Reason, synced.Message = metav1.ConditionFalse, ReasonStatusFeedbackFailed, r.feedbackErr.Error()
+			}
+			meta.SetStatusCondition(&mc.Conditions, synced)
+		} else {
+			meta.RemoveStatusCondition(&mc.Conditions, ConditionStatusFeedbackSynced)
+		}
+		status.ResourceStatus.Manifests = append(status.ResourceStatus.Manifests, mc)
+	}
+
+	workApplied := metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonWorkApplied,
+		Message: "Apply manifest work complete", ObservedGeneration: gen}
+	switch {
+	case len(failed) > 0:
+		workApplied.Status, workApplied.Reason = metav1.ConditionFalse, ReasonWorkApplyFailed
+		workApplied.Message = fmt.Sprintf("Failed to apply %d of %d manifests: %s", len(failed), len(results), strings.Join(failed, ", "))
+	case len(waiting) > 0:
+		workApplied.Status, workApplied.Reason = metav1.ConditionUnknown, ReasonWorkApplying
+		workApplied.Message = "Waiting to apply: " + strings.Join(waiting, ", ")
+	}
+	meta.SetStatusCondition(&status.Conditions, workApplied)
+	workAvailable := metav1.Condition{Type: workv1.WorkAvailable, Status: metav1.ConditionTrue, Reason: ReasonWorkAvailable,
+		Message: "All resources are available", ObservedGeneration: gen}
+	if len(unavailable) > 0 {
+		workAvailable.Status, workAvailable.Reason = metav1.ConditionFalse, ReasonWorkNotAvailable
+		workAvailable.Message = fmt.Sprintf("%d of %d resources are not available: %s", len(unavailable), len(results), strings.Join(unavailable, ", "))
+	}
+	meta.SetStatusCondition(&status.Conditions, workAvailable)
+	return status
+}
+
+// appliedCondition is the Applied condition of one manifest.
+func appliedCondition(r *manifestResult) metav1.Condition {
+	c := metav1.Condition{Type: workv1.ManifestApplied}
+	switch {
+	case r.waiting != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonWaitingForCRD, r.waiting
+	case apply.IsConflict(r.err):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonApplyConflict, r.err.Error()
+	case apply.IsIgnoreFieldError(r.err):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonSSAIgnoreFieldError, r.err.Error()
+	case r.err != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, r.err.Error()
+	case r.result.Operation == apply.Skipped && r.result.Object == nil && optionsFor(r.config).Strategy == apply.ReadOnly:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, "ReadOnly: the object does not exist on the cluster"
+	case r.result.Operation == apply.Skipped && r.result.Object == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonApplyOnceSkipped, r.result.Message
+	case r.result.Operation == apply.Skipped:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAppliedManifestComplete, "Apply manifest complete; "+r.result.Message
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAppliedManifestComplete, "Apply manifest complete"
+	}
+	return c
+}
+
+func describeManifest(r *manifestResult) string {
+	if r.meta.Kind == "" {
+		return fmt.Sprintf("manifest %d", r.meta.Ordinal)
+	}
+	if r.meta.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", r.meta.Kind, r.meta.Namespace, r.meta.Name)
+	}
+	return fmt.Sprintf("%s %s", r.meta.Kind, r.meta.Name)
+}
+
+func findManifest(ms []workv1.ManifestCondition, ordinal int32) *workv1.ManifestCondition {
+	for i := range ms {
+		if ms[i].ResourceMeta.Ordinal == ordinal {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+func sameObject(a, b workv1.ManifestResourceMeta) bool {
+	return a.Group == b.Group && a.Kind == b.Kind && a.Name == b.Name && a.Namespace == b.Namespace
+}
+
+func cloneConditions(in []metav1.Condition) []metav1.Condition {
+	if in == nil {
+		return nil
+	}
+	return append([]metav1.Condition(nil), in...)
+}
