@@ -46,7 +46,7 @@ bench: control-plane ## run the benchmarks: the apply engine, feedback, and the 
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./pkg/agent/
 
 .PHONY: local-up
-local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2) in the background
+local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background
 	bin/ferry-local up --state-dir $(LOCAL_DIR)
 
 .PHONY: local-down
@@ -55,13 +55,18 @@ local-down: ## stop the local hub + spokes
 	bin/ferry-local down --state-dir $(LOCAL_DIR)
 
 .PHONY: demo
-demo: local-up ## bring up the local hub + spokes and show them with kubectl
-	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters); do \
-	  echo; echo "# $$c: $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig get namespaces,crds"; \
-	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig get namespaces,crds || exit 1; \
+demo: local-up ## the main job: local hub + spokes with ferry-agent, a ManifestWork delivered to both spokes, its status
+	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
+	  echo "# hub: kubectl -n $$c apply -f examples/hello-work.yaml"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c apply -f examples/hello-work.yaml || exit 1; \
 	done
-	@echo; echo "# hub: $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedclusters"
-	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedclusters
+	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c wait manifestwork/hello --for=condition=Available --timeout=60s >/dev/null || exit 1; \
+	  echo; echo "# hub: the status ferry-agent reports for cluster $$c"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c get manifestwork hello -o go-template-file=hack/local/work-status.tmpl || exit 1; \
+	  echo; echo "# $$c: kubectl -n hello get configmaps,deployments,services"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n hello get configmaps,deployments,services || exit 1; \
+	done
 
 .PHONY: clean
 clean: local-down ## stop the local clusters and remove bin/ (the control plane rebuilds on the next make test)

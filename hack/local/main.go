@@ -22,10 +22,13 @@ import (
 )
 
 type options struct {
-	stateDir  string
-	spokes    []string
-	binaryDir string
-	timeout   time.Duration
+	stateDir    string
+	spokes      []string
+	binaryDir   string
+	timeout     time.Duration
+	agents      bool
+	agentBinary string
+	agentRole   string
 }
 
 func main() {
@@ -60,6 +63,9 @@ func newCommand() *cobra.Command {
 	for _, c := range []*cobra.Command{up, serve} {
 		c.Flags().StringSliceVar(&o.spokes, "spokes", []string{"cluster1", "cluster2"}, "names of the spoke clusters")
 		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: bin/control-plane/current)")
+		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-agent for every spoke")
+		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
+		c.Flags().StringVar(&o.agentRole, "agent-role", "deploy/agent/hub-clusterrole.yaml", "the ClusterRole that limits an agent's hub credential")
 	}
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the clusters to be ready")
 	down := &cobra.Command{
@@ -105,9 +111,13 @@ func (o *options) up(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
-	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ",")}
+	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ","),
+		fmt.Sprintf("--agents=%t", o.agents), "--agent-role", o.agentRole}
 	if o.binaryDir != "" {
 		args = append(args, "--binary-dir", o.binaryDir)
+	}
+	if o.agentBinary != "" {
+		args = append(args, "--agent-binary", o.agentBinary)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -165,7 +175,21 @@ func (o *options) serve(ctx context.Context) error {
 	if err := env.RegisterSpokes(ctx); err != nil {
 		return err
 	}
-	if err := o.writeKubeconfigs(env); err != nil {
+	if err := o.writeKubeconfigs(env, false); err != nil {
+		return err
+	}
+	if o.agents {
+		agents, err := o.startAgents(ctx, env)
+		defer func() {
+			if err := stopAgents(agents); err != nil {
+				fmt.Fprintln(os.Stderr, "stop agents:", err)
+			}
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	if err := o.writeKubeconfigs(env, true); err != nil {
 		return err
 	}
 	fmt.Printf("hub and %d spokes ready in %s\n", len(env.Spokes), time.Since(start).Round(time.Millisecond))
@@ -174,7 +198,9 @@ func (o *options) serve(ctx context.Context) error {
 	return nil
 }
 
-func (o *options) writeKubeconfigs(env *localcluster.Environment) error {
+// writeKubeconfigs writes the kubeconfigs, and with ready the clusters file that tells `up` all is
+// running.
+func (o *options) writeKubeconfigs(env *localcluster.Environment, ready bool) error {
 	var lines []string
 	var paths []string
 	for _, c := range env.Clusters() {
@@ -200,6 +226,9 @@ func (o *options) writeKubeconfigs(env *localcluster.Environment) error {
 	merged.CurrentContext = env.Hub.Name
 	if err := clientcmd.WriteToFile(*merged, o.path("kubeconfig")); err != nil {
 		return err
+	}
+	if !ready {
+		return nil
 	}
 	return os.WriteFile(o.path(clustersFile), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
@@ -266,6 +295,11 @@ func (o *options) removeState() {
 	matches, _ := filepath.Glob(o.path("*.kubeconfig"))
 	for _, m := range matches {
 		_ = os.Remove(m)
+	}
+	// The agents' hub credentials, for clusters that are gone.
+	dirs, _ := filepath.Glob(o.path("*/hub-kubeconfig"))
+	for _, d := range dirs {
+		_ = os.RemoveAll(filepath.Dir(d))
 	}
 }
 

@@ -60,6 +60,11 @@ func (c *controller) ensureAppliedWork(ctx context.Context, work *workv1.Manifes
 	name := c.appliedWorkName(work.Name)
 	amw, err := c.amwLister.Get(name)
 	if err == nil {
+		if amw.Spec.AgentID != c.agentID || amw.Spec.ManifestWorkName != work.Name {
+			// Another agent's record (another cluster of the same hub, joined to this spoke before):
+			// adopting it would remove that cluster's objects.
+			return nil, fmt.Errorf("AppliedManifestWork %s on the spoke belongs to agent %q, not to this agent %q: delete it if that agent is gone", name, amw.Spec.AgentID, c.agentID)
+		}
 		return c.freshAMWs.pick(amw), nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,73 +45,128 @@ const crdEstablishWait = 3 * time.Second
 // applyAll applies every manifest of the work, Namespaces and CRDs first, and returns one result per
 // manifest in spec order.
 func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) ([]manifestResult, nextStep) {
-	var next nextStep
-	owner := &metav1.OwnerReference{
-		APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID,
-	}
-	forced := readForceHashes(amw)
 	ms := decodeManifests(work)
-	results := make([]manifestResult, len(ms))
-	// Kinds defined by a CRD of this work that is not Established yet, with the CRD's name.
-	pending := map[schema.GroupKind]string{}
+	a := &workApply{
+		work:    work,
+		results: make([]manifestResult, len(ms)),
+		owner: &metav1.OwnerReference{
+			APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID,
+		},
+		forced:  readForceHashes(amw),
+		pending: map[schema.GroupKind]string{},
+	}
 	for _, crd := range crdsIn(ms) {
-		pending[crd.kind] = crd.name
+		a.pending[crd.kind] = crd.name
 	}
-
+	// Namespaces and CRDs one by one, first; then everything else at once, a few at a time: the
+	// latency of a work is then that of its slowest object rather than the sum.
+	var rest []manifest
 	for _, m := range applyOrder(ms) {
-		r := &results[m.ordinal]
-		r.manifest = m
-		r.meta.Ordinal = m.ordinal
-		if m.decodeErr != nil {
-			r.err = &apply.InvalidManifestError{Reason: m.decodeErr.Error()}
-			continue
-		}
-		gvk := m.obj.GroupVersionKind()
-		r.meta.Group, r.meta.Version, r.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
-		r.meta.Name, r.meta.Namespace = m.obj.GetName(), m.obj.GetNamespace()
-		if crd, held := pending[gvk.GroupKind()]; held && !c.crdEstablished(ctx, crd) {
-			r.waiting = fmt.Sprintf("waiting for CustomResourceDefinition %s to be established", crd)
-			next.after = time.Second
-			continue
-		}
-		if mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			ns := r.meta.Namespace
-			if mapping.Scope.Name() != "namespace" {
-				ns = ""
-			}
-			r.config = configFor(work, mapping.Resource.GroupResource(), ns, r.meta.Name)
-			r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
-		}
-		opts := optionsFor(r.config)
-		if opts.Strategy != apply.ReadOnly {
-			opts.Owner = owner
-		}
-		if opts.Strategy == apply.ApplyOnceForce {
-			opts.AppliedHash = forced[identityKey(r)]
-		}
-		r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
-		if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
-			r.meta.Resource = r.result.Resource.Resource
-			if !r.result.Namespaced {
-				r.meta.Namespace = ""
-			}
-		}
-		if retriable(r.err) {
-			next.retry = true
-		}
-		if r.err == nil && gvk.GroupKind() == crdGK {
-			if kind, ok := crdKind(r.result.Object); ok && established(r.result.Object) {
-				delete(pending, kind)
-			}
-		}
-		if r.exists() && r.config != nil && len(r.config.FeedbackRules) > 0 {
-			r.feedback, r.feedbackErr = c.feedback.Evaluate(r.result.Object, r.config.FeedbackRules)
-			if len(r.feedback) == 0 {
-				r.feedback = nil // as the API server returns it, so that status compares equal
-			}
+		if rank(m) < 2 {
+			c.applyOne(ctx, a, m)
+		} else {
+			rest = append(rest, m)
 		}
 	}
-	return results, next
+	sem := make(chan struct{}, applyParallelism)
+	var wg sync.WaitGroup
+	for _, m := range rest {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c.applyOne(ctx, a, m)
+		}()
+	}
+	wg.Wait()
+	return a.results, a.next
+}
+
+// applyParallelism bounds the objects of one work applied at the same time.
+const applyParallelism = 8
+
+// workApply is one reconcile's application of a work's manifests.
+type workApply struct {
+	work    *workv1.ManifestWork
+	results []manifestResult // by ordinal; each written by the one goroutine applying that manifest
+	owner   *metav1.OwnerReference
+	forced  map[string]string
+	// Kinds defined by a CRD of this work that is not Established yet, with the CRD's name. Written
+	// only while Namespaces and CRDs are applied, one at a time.
+	pending map[schema.GroupKind]string
+
+	mu   sync.Mutex
+	next nextStep
+}
+
+func (a *workApply) retry() {
+	a.mu.Lock()
+	a.next.retry = true
+	a.mu.Unlock()
+}
+
+func (a *workApply) after(d time.Duration) {
+	a.mu.Lock()
+	a.next.after = d
+	a.mu.Unlock()
+}
+
+// applyOne applies one manifest and records its result.
+func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
+	r := &a.results[m.ordinal]
+	r.manifest = m
+	r.meta.Ordinal = m.ordinal
+	if m.decodeErr != nil {
+		r.err = &apply.InvalidManifestError{Reason: m.decodeErr.Error()}
+		return
+	}
+	gvk := m.obj.GroupVersionKind()
+	r.meta.Group, r.meta.Version, r.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
+	r.meta.Name, r.meta.Namespace = m.obj.GetName(), m.obj.GetNamespace()
+	if crd, held := a.pending[gvk.GroupKind()]; held && !c.crdEstablished(ctx, crd) {
+		r.waiting = fmt.Sprintf("waiting for CustomResourceDefinition %s to be established", crd)
+		a.after(time.Second)
+		return
+	}
+	if mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		ns := r.meta.Namespace
+		if mapping.Scope.Name() != "namespace" {
+			ns = ""
+		}
+		r.config = configFor(a.work, mapping.Resource.GroupResource(), ns, r.meta.Name)
+		r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
+		if c.watches != nil {
+			c.watches.watch(mapping.Resource, ns)
+		}
+	}
+	opts := optionsFor(r.config)
+	if opts.Strategy != apply.ReadOnly {
+		opts.Owner = a.owner
+	}
+	if opts.Strategy == apply.ApplyOnceForce {
+		opts.AppliedHash = a.forced[identityKey(r)]
+	}
+	r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
+	if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
+		r.meta.Resource = r.result.Resource.Resource
+		if !r.result.Namespaced {
+			r.meta.Namespace = ""
+		}
+	}
+	if retriable(r.err) {
+		a.retry()
+	}
+	if r.err == nil && gvk.GroupKind() == crdGK {
+		if kind, ok := crdKind(r.result.Object); ok && established(r.result.Object) {
+			delete(a.pending, kind)
+		}
+	}
+	if r.exists() && r.config != nil && len(r.config.FeedbackRules) > 0 {
+		r.feedback, r.feedbackErr = c.feedback.Evaluate(r.result.Object, r.config.FeedbackRules)
+		if len(r.feedback) == 0 {
+			r.feedback = nil // as the API server returns it, so that status compares equal
+		}
+	}
 }
 
 // optionsFor turns a manifest's configuration into apply options.

@@ -27,7 +27,7 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 	const works, perWork = 200, 5
 	for b.Loop() {
 		b.StopTimer()
-		f := startAgent(b, func(c *agent.Config) { c.Workers = 32 })
+		f := startAgent(b, func(c *agent.Config) { c.Workers = agent.NewOptions().Workers })
 		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -46,8 +46,16 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 		agentCPU0 := processCPU()
 		b.StartTimer()
 		start := time.Now()
+		var g errgroup.Group
+		g.SetLimit(16)
 		for _, w := range ws {
-			f.create(w)
+			g.Go(func() error {
+				_, err := f.hub.WorkV1().ManifestWorks(f.cluster).Create(context.Background(), w, metav1.CreateOptions{})
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
 		}
 		err := waitAllApplied(b.Context(), f, works)
 		elapsed := time.Since(start)
@@ -84,19 +92,34 @@ func processCPU() time.Duration {
 func waitAllApplied(ctx context.Context, f *agentFixture, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
 	applied := map[string]bool{}
-	for ev := range w.ResultChan() {
-		if work, ok := ev.Object.(*workv1.ManifestWork); ok && allApplied(work) {
-			applied[work.Name] = true
-			if len(applied) == n {
-				return nil
+	for ctx.Err() == nil {
+		list, err := f.hub.WorkV1().ManifestWorks(f.cluster).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if allApplied(&list.Items[i]) {
+				applied[list.Items[i].Name] = true
 			}
 		}
+		if len(applied) == n {
+			return nil
+		}
+		w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return err
+		}
+		for ev := range w.ResultChan() {
+			if work, ok := ev.Object.(*workv1.ManifestWork); ok && allApplied(work) {
+				applied[work.Name] = true
+				if len(applied) == n {
+					w.Stop()
+					return nil
+				}
+			}
+		}
+		w.Stop() // closed by the server: list again and go on
 	}
 	return fmt.Errorf("%d of %d works applied: %w", len(applied), n, ctx.Err())
 }
@@ -135,5 +158,40 @@ func BenchmarkPlainClient1000ConfigMaps(b *testing.B) {
 		b.ReportMetric(1000/time.Since(start).Seconds(), "objects/s")
 		cpu, _ := e.Spoke("spoke").CPUTime()
 		b.ReportMetric((cpu["kube-apiserver"] - cpu0["kube-apiserver"]).Seconds(), "spoke-apiserver-cpu-s")
+	}
+}
+
+// BenchmarkAgentCreateToApplied measures the latency a user sees: from creating a ManifestWork of one
+// ConfigMap on the hub to its status saying Applied, observed through a watch.
+func BenchmarkAgentCreateToApplied(b *testing.B) {
+	f := startAgent(b)
+	if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		name := fmt.Sprintf("lat-%s-%d", f.cluster, i) // unique on the shared spoke
+		w := f.work(name, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: %s, namespace: "{{ns}}"}}`, name))
+		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+		watch, err := f.hub.WorkV1().ManifestWorks(f.cluster).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.hub.WorkV1().ManifestWorks(f.cluster).Create(b.Context(), w, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		applied := false
+		for ev := range watch.ResultChan() {
+			if got, ok := ev.Object.(*workv1.ManifestWork); ok && allApplied(got) {
+				applied = true
+				break
+			}
+		}
+		watch.Stop()
+		cancel()
+		if !applied {
+			b.Fatalf("work %s not applied within a minute", name)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,16 +49,20 @@ type controller struct {
 	log    logr.Logger
 }
 
-// run processes the queue with n workers until ctx is done.
+// run processes the queue with n workers until ctx is done, and returns once they have stopped.
 func (c *controller) run(ctx context.Context, workers int) {
-	defer c.queue.ShutDown()
+	var wg sync.WaitGroup
 	for range workers {
+		wg.Add(1)
 		go func() {
+			defer wg.Done()
 			for c.processNext(ctx) {
 			}
 		}()
 	}
 	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
 }
 
 func (c *controller) processNext(ctx context.Context) bool {
@@ -114,23 +119,38 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 	if work.DeletionTimestamp != nil {
 		return c.finalize(ctx, work)
 	}
-	if work, err = c.ensureFinalizer(ctx, work); err != nil {
+	// The hub's finalizer and the spoke's AppliedManifestWork do not depend on each other: one round
+	// trip instead of two, which is most of a new work's latency.
+	var amw *workv1.AppliedManifestWork
+	var amwErr error
+	amwDone := make(chan struct{})
+	read := work
+	go func() {
+		defer close(amwDone)
+		amw, amwErr = c.ensureAppliedWork(ctx, read)
+	}()
+	work, err = c.ensureFinalizer(ctx, work)
+	<-amwDone
+	if err != nil {
 		return nextStep{}, fmt.Errorf("add finalizer: %w", err)
 	}
-	amw, err := c.ensureAppliedWork(ctx, work)
-	if err != nil {
-		return nextStep{}, fmt.Errorf("ensure AppliedManifestWork: %w", err)
+	if amwErr != nil {
+		return nextStep{}, fmt.Errorf("ensure AppliedManifestWork: %w", amwErr)
 	}
 
 	results, next := c.applyAll(ctx, work, amw)
 	if c.watches != nil {
-		c.watches.track(ctx, work.Name, results)
+		c.watches.track(work.Name, results)
 	}
-	if err := c.syncAppliedWork(ctx, work, amw, results); err != nil {
+	// Likewise the spoke's record of what was applied and the hub's status.
+	syncDone := make(chan error, 1)
+	go func() { syncDone <- c.syncAppliedWork(ctx, work, amw, results) }()
+	statusErr := c.updateStatus(ctx, work, results)
+	if err := <-syncDone; err != nil {
 		return nextStep{}, err
 	}
-	if err := c.updateStatus(ctx, work, results); err != nil {
-		return nextStep{}, fmt.Errorf("update status: %w", err)
+	if statusErr != nil {
+		return nextStep{}, fmt.Errorf("update status: %w", statusErr)
 	}
 	if !next.retry && next.after == 0 {
 		next.after = c.resync

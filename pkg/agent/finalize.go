@@ -81,8 +81,8 @@ func orphaned(opt *workv1.DeleteOption, a workv1.AppliedManifestResourceMeta) bo
 }
 
 // removeResource deletes an object the work applied — only if it is still the object the work applied
-// (same UID) and no other work owns it too; otherwise, and when orphan is set, it only drops this work's
-// owner reference. gone reports that nothing is left to wait for.
+// (same UID), carries this work's owner reference, and no other work owns it too; otherwise, and when
+// orphan is set, it only drops this work's owner reference. gone reports that nothing is left to wait for.
 func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool) (bool, error) {
 	gvr := schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource}
 	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
@@ -108,10 +108,12 @@ func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedMani
 			shared = true
 		}
 	}
+	if ours < 0 {
+		// Not owned by this work: an object that existed before a CreateOnly manifest named it, or one
+		// whose owner reference someone removed. It is not ours to delete.
+		return true, nil
+	}
 	if orphan || shared {
-		if ours < 0 {
-			return true, nil
-		}
 		patch, _ := json.Marshal([]map[string]any{
 			{"op": "test", "path": fmt.Sprintf("/metadata/ownerReferences/%d/uid", ours), "value": string(amw.UID)},
 			{"op": "remove", "path": fmt.Sprintf("/metadata/ownerReferences/%d", ours)},

@@ -30,7 +30,9 @@ import (
 
 // The hub and the spoke the package's integration tests share, started by the first test that needs
 // them. The spoke runs kube-controller-manager: deletion (foreground propagation) depends on its
-// garbage collector. Each test runs its own agent for a cluster namespace of its own on the hub.
+// garbage collector. Each test runs its own agent for a cluster namespace of its own on the hub. All
+// those agents share the one spoke, where a work's AppliedManifestWork is named after the hub and the
+// work: work names must be unique across the package's tests.
 var shared = &localcluster.Shared{Options: localcluster.Options{
 	Spokes: []localcluster.ClusterSpec{{Name: "spoke", ControllerManager: true}},
 }}

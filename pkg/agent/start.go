@@ -104,7 +104,8 @@ func Start(ctx context.Context, cfg Config) error {
 		resync:     cfg.StatusSyncInterval,
 		log:        cfg.Log,
 	}
-	c.watches = newObjectWatches(meta, c.enqueue)
+	c.watches = newObjectWatches(ctx, meta, c.enqueue)
+	applier.WithExistenceHint(c.watches.exists)
 
 	_, err = works.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -16,11 +16,12 @@ import (
 // periodic resync. Watches are metadata-only (a change of any field, status included, bumps the
 // resourceVersion) and scoped to the resources and namespaces the works use.
 type objectWatches struct {
+	ctx     context.Context // the agent's lifetime: the watches run until it ends
 	client  metadata.Interface
 	enqueue func(work string)
 
 	mu       sync.Mutex
-	watching map[watchScope]bool
+	watching map[watchScope]cache.SharedIndexInformer
 	byObject map[objectKey]map[string]bool // object → works that hold it
 	byWork   map[string][]objectKey
 }
@@ -35,27 +36,53 @@ type objectKey struct {
 	namespace, name string
 }
 
-func newObjectWatches(client metadata.Interface, enqueue func(string)) *objectWatches {
+func newObjectWatches(ctx context.Context, client metadata.Interface, enqueue func(string)) *objectWatches {
 	return &objectWatches{
+		ctx:      ctx,
 		client:   client,
 		enqueue:  enqueue,
-		watching: map[watchScope]bool{},
+		watching: map[watchScope]cache.SharedIndexInformer{},
 		byObject: map[objectKey]map[string]bool{},
 		byWork:   map[string][]objectKey{},
 	}
 }
 
-// track records the objects of a work and makes sure they are watched.
-func (w *objectWatches) track(ctx context.Context, work string, results []manifestResult) {
+// watch makes sure objects of resource in namespace ("" for cluster-scoped ones) are watched.
+func (w *objectWatches) watch(resource schema.GroupVersionResource, namespace string) {
+	s := watchScope{gvr: resource, namespace: namespace}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watching[s] == nil {
+		w.watching[s] = w.start(s)
+	}
+}
+
+// exists answers from the watch whether an object exists; known is false until the watch has synced.
+func (w *objectWatches) exists(resource schema.GroupVersionResource, namespace, name string) (exists, known bool) {
+	w.mu.Lock()
+	inf := w.watching[watchScope{gvr: resource, namespace: namespace}]
+	w.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return false, false
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	_, exists, err := inf.GetStore().GetByKey(key)
+	return exists, err == nil
+}
+
+// track records the objects of a work, so that a change to one of them requeues the work.
+func (w *objectWatches) track(work string, results []manifestResult) {
 	var keys []objectKey
-	var scopes []watchScope
 	for i := range results {
 		r := &results[i]
 		if r.result.Resource.Resource == "" {
 			continue
 		}
 		keys = append(keys, objectKey{gr: r.result.Resource.GroupResource(), namespace: r.meta.Namespace, name: r.meta.Name})
-		scopes = append(scopes, watchScope{gvr: r.result.Resource, namespace: r.meta.Namespace})
+		w.watch(r.result.Resource, r.meta.Namespace)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -66,12 +93,6 @@ func (w *objectWatches) track(ctx context.Context, work string, results []manife
 			w.byObject[k] = map[string]bool{}
 		}
 		w.byObject[k][work] = true
-	}
-	for _, s := range scopes {
-		if !w.watching[s] {
-			w.watching[s] = true
-			w.start(ctx, s)
-		}
 	}
 }
 
@@ -92,8 +113,8 @@ func (w *objectWatches) untrackLocked(work string) {
 	delete(w.byWork, work)
 }
 
-// start runs a metadata informer for one scope until ctx is done.
-func (w *objectWatches) start(ctx context.Context, s watchScope) {
+// start runs a metadata informer for one scope until the agent stops.
+func (w *objectWatches) start(s watchScope) cache.SharedIndexInformer {
 	inf := metadatainformer.NewFilteredMetadataInformer(w.client, s.gvr, s.namespace, 0, cache.Indexers{}, nil).Informer()
 	notify := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -126,5 +147,6 @@ func (w *objectWatches) start(ctx context.Context, s watchScope) {
 		},
 		DeleteFunc: notify,
 	})
-	go inf.Run(ctx.Done())
+	go inf.Run(w.ctx.Done())
+	return inf
 }

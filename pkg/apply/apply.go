@@ -88,13 +88,25 @@ type Applier struct {
 	client dynamic.Interface
 	mapper meta.RESTMapper
 	store  RecordStore
+	exists ExistenceHint
 }
+
+// ExistenceHint tells, from a cache the caller keeps (a watch), whether an object exists. known is
+// false when the cache cannot tell. When it knows the object is missing, Apply creates it without
+// reading it first; a stale answer costs one extra request, never a wrong result.
+type ExistenceHint func(resource schema.GroupVersionResource, namespace, name string) (exists, known bool)
 
 // New returns an Applier writing through client; mapper maps kinds to resources. A mapper that
 // implements meta.ResettableRESTMapper is reset once when a kind is unknown, so that a CRD installed
 // after the mapper was filled is found.
 func New(client dynamic.Interface, mapper meta.RESTMapper) *Applier {
 	return &Applier{client: client, mapper: mapper}
+}
+
+// WithExistenceHint makes the Applier skip the read of objects hint knows to be missing.
+func (a *Applier) WithExistenceHint(hint ExistenceHint) *Applier {
+	a.exists = hint
+	return a
 }
 
 // WithRecordStore makes the Applier keep last-applied records too large for an annotation in store.
@@ -127,6 +139,19 @@ type request struct {
 	store   RecordStore
 	opts    Options
 	result  Result // Resource, Namespaced and Hash filled in
+}
+
+// read fetches the object's current state; a missing object is no error.
+func (r *request) read(ctx context.Context) error {
+	current, err := r.client.Get(ctx, r.desired.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return fmt.Errorf("get %s: %w", describe(r.desired), err)
+	}
+	r.current = current
+	return nil
 }
 
 // storeKey names the object's record in the RecordStore.
@@ -172,16 +197,26 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 	} else {
 		r.client = a.client.Resource(mapping.Resource)
 	}
-	current, err := r.client.Get(ctx, desired.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		current = nil
-	case err != nil:
-		return Result{}, fmt.Errorf("get %s: %w", describe(desired), err)
+	skippedRead := false
+	if a.exists != nil {
+		if exists, known := a.exists(mapping.Resource, desired.GetNamespace(), desired.GetName()); known && !exists {
+			skippedRead = true
+		}
 	}
-	r.current = current
-
+	if !skippedRead {
+		if err := r.read(ctx); err != nil {
+			return Result{}, err
+		}
+	}
 	res, err := s.apply(ctx, r)
+	if skippedRead && apierrors.IsAlreadyExists(err) {
+		// The hint was stale: read the object and apply again.
+		if err := r.read(ctx); err != nil {
+			return Result{}, err
+		}
+		res, err = s.apply(ctx, r)
+	}
+	current := r.current
 	if err != nil {
 		// Say what is on the cluster even when the write failed.
 		res = r.result
