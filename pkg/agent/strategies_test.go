@@ -63,6 +63,29 @@ func TestServerSideApplyConflictShowsOnTheManifest(t *testing.T) {
 	if err != nil || *d.Spec.Replicas != 3 {
 		t.Fatalf("replicas after force = %v (%v), want 3", d.Spec.Replicas, err)
 	}
+
+	// Without force, the controller takes replicas again and the manifest conflicts again (the agent
+	// sees the change on the spoke and re-applies); removing replicas from the manifest hands them to
+	// the controller and Applied turns back to True.
+	f.update(w.Name, func(w *workv1.ManifestWork) {
+		w.Spec.ManifestConfigs[0].UpdateStrategy.ServerSideApply = nil
+	})
+	f.waitWork(w.Name, "applied without force", allApplied)
+	if _, err := f.kube.AppsV1().Deployments(f.cluster).Patch(t.Context(), "web", types.ApplyPatchType, []byte(hpa),
+		metav1.PatchOptions{FieldManager: "hpa-controller", Force: &force}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitWork(w.Name, "conflict again", func(w *workv1.ManifestWork) bool {
+		c := manifestCondition(w, 1, workv1.ManifestApplied)
+		return c != nil && c.Reason == "ApplyConflict" && c.ObservedGeneration == w.Generation
+	})
+	f.update(w.Name, func(w *workv1.ManifestWork) {
+		w.Spec.Workload.Manifests[1] = f.work("x", strings.Replace(deploymentWeb, "  replicas: 1\n", "", 1)).Spec.Workload.Manifests[0]
+	})
+	f.waitWork(w.Name, "applied without replicas", allApplied)
+	if d, err := f.kube.AppsV1().Deployments(f.cluster).Get(t.Context(), "web", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 5 {
+		t.Errorf("replicas = %v (%v), want the controller's 5", d.Spec.Replicas, err)
+	}
 }
 
 // Seed 000 force through the agent: a deleted object stays deleted until the manifest changes, also
@@ -128,9 +151,13 @@ func TestStatusFeedbackReachesTheHub(t *testing.T) {
 		},
 	}
 	f.create(w)
-	// The spoke's deployment controller sets status.replicas once it has created the pods.
+	// The spoke's deployment controller counts the pods; a stand-in kubelet makes them ready.
+	if err := testEnv(t).Spoke("spoke").RunPodsOnFakeNode(t.Context(), f.cluster); err != nil {
+		t.Fatal(err)
+	}
 	f.waitWork(w.Name, "feedback", func(w *workv1.ManifestWork) bool {
-		return feedbackValue(w, 1, "Replicas") == "2" && feedbackValue(w, 2, "k") == "1" &&
+		return feedbackValue(w, 1, "Replicas") == "2" && feedbackValue(w, 1, "ReadyReplicas") == "2" &&
+			feedbackValue(w, 1, "AvailableReplicas") == "2" && feedbackValue(w, 2, "k") == "1" &&
 			hasCondition(w, 1, "StatusFeedbackSynced", metav1.ConditionTrue)
 	})
 
