@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -258,3 +259,36 @@ func allApplied(w *workv1.ManifestWork) bool {
 	}
 	return true
 }
+
+// waitResyncs waits until the agent has read at least n*perResync more times from the spoke: each
+// round reads each of the work's perResync objects once.
+func (f *agentFixture) waitResyncs(n, perResync int64) {
+	f.t.Helper()
+	reads := f.spokeReads.Load()
+	f.eventually(fmt.Sprintf("%d resyncs (%d spoke reads)", n, n*perResync), func(context.Context) (bool, error) {
+		return f.spokeReads.Load() >= reads+n*perResync, nil
+	})
+}
+
+// writesOfQuietResyncs waits until three resyncs in a row write nothing (the first rounds write status
+// and the AppliedManifestWork), then returns what five more resyncs wrote to the hub and the spoke.
+func (f *agentFixture) writesOfQuietResyncs(perResync int64) (hub, spoke int64) {
+	f.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h, s := f.hubWrites.Load(), f.spokeWrites.Load()
+		f.waitResyncs(3, perResync)
+		dh, ds := f.hubWrites.Load()-h, f.spokeWrites.Load()-s
+		if dh == 0 && ds == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the agent never went three resyncs without writing; the last three wrote %d times to the hub and %d times to the spoke", dh, ds)
+		}
+	}
+	h, s := f.hubWrites.Load(), f.spokeWrites.Load()
+	f.waitResyncs(5, perResync)
+	return f.hubWrites.Load() - h, f.spokeWrites.Load() - s
+}
+
+// liveObject reads an object of the test's namespace from the spoke as it is stored.

@@ -83,22 +83,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	f := startAgent(t, withResync(100*time.Millisecond))
 	w := f.create(f.work("steady", namespaceManifest, configMapA, deploymentWeb))
 	f.waitWork(w.Name, "applied", allApplied)
-	// The first rounds write (status, AppliedManifestWork); wait until three resyncs in a row write
-	// nothing, then count over five more.
-	var hub, spoke int64
-	f.eventually("three resyncs without writes", func(context.Context) (bool, error) {
-		hub, spoke = f.hubWrites.Load(), f.spokeWrites.Load()
-		reads := f.spokeReads.Load()
-		f.eventually("three resyncs", func(context.Context) (bool, error) {
-			return f.spokeReads.Load() >= reads+3*3, nil // each resync reads each of the 3 objects
-		})
-		return f.hubWrites.Load() == hub && f.spokeWrites.Load() == spoke, nil
-	})
-	reads := f.spokeReads.Load()
-	f.eventually("five more resyncs", func(context.Context) (bool, error) {
-		return f.spokeReads.Load() >= reads+5*3, nil
-	})
-	if h, s := f.hubWrites.Load()-hub, f.spokeWrites.Load()-spoke; h != 0 || s != 0 {
+	if h, s := f.writesOfQuietResyncs(3); h != 0 || s != 0 {
 		t.Errorf("resyncs with nothing changed wrote %d times to the hub and %d times to the spoke, want 0", h, s)
 	}
 }
