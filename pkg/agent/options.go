@@ -87,6 +87,9 @@ type Options struct {
 	// health probes on; "0" turns either off.
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// HubWatchInterval is how often the hub kubeconfig files are checked for a change that needs new
+	// hub clients. Not a flag; zero means every 10 seconds.
+	HubWatchInterval time.Duration
 
 	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
 	clusterNameFile string

@@ -13,8 +13,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// hubWatchInterval is how often the hub kubeconfig files are checked for a change that needs new clients.
-const hubWatchInterval = 10 * time.Second
+// defaultHubWatchInterval is how often the hub kubeconfig files are checked for a change that needs
+// new clients.
+const defaultHubWatchInterval = 10 * time.Second
 
 // Run runs the agent for completed, validated options until ctx is done. When the hub kubeconfig
 // changes (a new server, CA or inline credential), the agent restarts its controllers with new clients.
@@ -27,11 +28,15 @@ func Run(ctx context.Context, o *Options) error {
 	if err := serve(ctx, o.MetricsBindAddress, promhttp.Handler()); err != nil {
 		return fmt.Errorf("--%s: %w", flagMetricsBindAddress, err)
 	}
+	interval := o.HubWatchInterval
+	if interval <= 0 {
+		interval = defaultHubWatchInterval
+	}
 	for {
 		runCtx, cancel := context.WithCancel(ctx)
 		var changed atomic.Bool
 		// Watch before loading, so that a change in between is not missed.
-		WatchFiles(runCtx, o.HubWatchPaths(), hubWatchInterval, func() {
+		WatchFiles(runCtx, o.HubWatchPaths(), interval, func() {
 			changed.Store(true)
 			cancel()
 		})

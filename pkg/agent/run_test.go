@@ -1,0 +1,119 @@
+package agent_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
+)
+
+// The agent run from its options picks up a hub kubeconfig rewritten with another credential: it
+// restarts its hub clients, and goes on working after the old credential loses its rights.
+func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
+	e := testEnv(t)
+	admin, err := kubernetes.NewForConfig(e.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := "r-" + strings.ToLower(rand.String(6))
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../deploy/agent/hub-clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(t.Context(), role, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	users := map[string]*rest.Config{}
+	for _, name := range []string{"old", "new"} {
+		if users[name], err = e.Hub.AddUser(cluster+"-"+name, nil); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cluster},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: cluster + "-" + name}},
+		}
+		if _, err := admin.RbacV1().RoleBindings(cluster).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	writeInlineKubeconfig(t, filepath.Join(dir, "kubeconfig"), users["old"])
+	if err := os.WriteFile(filepath.Join(dir, "cluster-name"), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	o := agent.NewOptions()
+	o.HubKubeconfigDir = dir
+	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.HubWatchInterval = 100 * time.Millisecond
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(ctx, o) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	hub, err := workclientset.NewForConfig(e.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &agentFixture{t: t, cluster: cluster, hub: hub}
+	f.create(f.work(cluster+"-before", `{apiVersion: v1, kind: ConfigMap, metadata: {name: before, namespace: default}}`))
+	f.waitWork(cluster+"-before", "applied with the old credential", allApplied)
+
+	// The old credential loses its rights, and the kubeconfig is rewritten with the new one: only an
+	// agent that restarted its hub clients can apply the next work and report it.
+	if err := admin.RbacV1().RoleBindings(cluster).Delete(t.Context(), "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writeInlineKubeconfig(t, filepath.Join(dir, "kubeconfig"), users["new"])
+	f.create(f.work(cluster+"-after", `{apiVersion: v1, kind: ConfigMap, metadata: {name: after, namespace: default}}`))
+	f.waitWork(cluster+"-after", "applied with the new credential", allApplied)
+}
+
+// writeInlineKubeconfig writes a kubeconfig for cfg with the credential inline, as a rewritten
+// hub-kubeconfig Secret has it.
+func writeInlineKubeconfig(t *testing.T, path string, cfg *rest.Config) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["agent"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "agent"}
+	kc.CurrentContext = "hub"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+}
