@@ -21,9 +21,21 @@ type objectWatches struct {
 	enqueue func(work string)
 
 	mu       sync.Mutex
-	watching map[watchScope]cache.SharedIndexInformer
+	watching map[watchScope]*scopeWatch
 	byObject map[objectKey]map[string]bool // object → works that hold it
-	byWork   map[string][]objectKey
+	byWork   map[string][]trackedObject
+}
+
+// scopeWatch is the informer of one scope, stopped once no work holds an object in it.
+type scopeWatch struct {
+	inf  cache.SharedIndexInformer
+	stop context.CancelFunc
+	refs int // objects of tracked works in the scope
+}
+
+type trackedObject struct {
+	key   objectKey
+	scope watchScope
 }
 
 type watchScope struct {
@@ -41,80 +53,106 @@ func newObjectWatches(ctx context.Context, client metadata.Interface, enqueue fu
 		ctx:      ctx,
 		client:   client,
 		enqueue:  enqueue,
-		watching: map[watchScope]cache.SharedIndexInformer{},
+		watching: map[watchScope]*scopeWatch{},
 		byObject: map[objectKey]map[string]bool{},
-		byWork:   map[string][]objectKey{},
+		byWork:   map[string][]trackedObject{},
 	}
 }
 
 // watch makes sure objects of resource in namespace ("" for cluster-scoped ones) are watched.
 func (w *objectWatches) watch(resource schema.GroupVersionResource, namespace string) {
-	s := watchScope{gvr: resource, namespace: namespace}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.watching[s] == nil {
-		w.watching[s] = w.start(s)
+	w.watchLocked(watchScope{gvr: resource, namespace: namespace})
+}
+
+func (w *objectWatches) watchLocked(s watchScope) *scopeWatch {
+	sw := w.watching[s]
+	if sw == nil {
+		sw = w.start(s)
+		w.watching[s] = sw
 	}
+	return sw
 }
 
 // exists answers from the watch whether an object exists; known is false until the watch has synced.
 func (w *objectWatches) exists(resource schema.GroupVersionResource, namespace, name string) (exists, known bool) {
 	w.mu.Lock()
-	inf := w.watching[watchScope{gvr: resource, namespace: namespace}]
+	sw := w.watching[watchScope{gvr: resource, namespace: namespace}]
 	w.mu.Unlock()
-	if inf == nil || !inf.HasSynced() {
+	if sw == nil || !sw.inf.HasSynced() {
 		return false, false
 	}
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
-	_, exists, err := inf.GetStore().GetByKey(key)
+	_, exists, err := sw.inf.GetStore().GetByKey(key)
 	return exists, err == nil
 }
 
 // track records the objects of a work, so that a change to one of them requeues the work.
 func (w *objectWatches) track(work string, results []manifestResult) {
-	var keys []objectKey
+	var objs []trackedObject
 	for i := range results {
 		r := &results[i]
 		if r.result.Resource.Resource == "" {
 			continue
 		}
-		keys = append(keys, objectKey{gr: r.result.Resource.GroupResource(), namespace: r.meta.Namespace, name: r.meta.Name})
-		w.watch(r.result.Resource, r.meta.Namespace)
+		objs = append(objs, trackedObject{
+			key:   objectKey{gr: r.result.Resource.GroupResource(), namespace: r.meta.Namespace, name: r.meta.Name},
+			scope: watchScope{gvr: r.result.Resource, namespace: r.meta.Namespace},
+		})
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.untrackLocked(work)
-	w.byWork[work] = keys
-	for _, k := range keys {
-		if w.byObject[k] == nil {
-			w.byObject[k] = map[string]bool{}
+	// The new references first, so that a scope the work keeps using is not stopped and restarted.
+	for _, o := range objs {
+		w.watchLocked(o.scope).refs++
+		if w.byObject[o.key] == nil {
+			w.byObject[o.key] = map[string]bool{}
 		}
-		w.byObject[k][work] = true
+		w.byObject[o.key][work] = true
 	}
+	old := w.byWork[work]
+	w.byWork[work] = objs
+	w.release(work, old, objs)
 }
 
 // forget drops a work's objects.
 func (w *objectWatches) forget(work string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.untrackLocked(work)
-}
-
-func (w *objectWatches) untrackLocked(work string) {
-	for _, k := range w.byWork[work] {
-		delete(w.byObject[k], work)
-		if len(w.byObject[k]) == 0 {
-			delete(w.byObject, k)
-		}
-	}
+	w.release(work, w.byWork[work], nil)
 	delete(w.byWork, work)
 }
 
-// start runs a metadata informer for one scope until the agent stops.
-func (w *objectWatches) start(s watchScope) cache.SharedIndexInformer {
+// release drops the references of a work's old objects that it no longer holds, and stops the
+// watches nothing needs any more.
+func (w *objectWatches) release(work string, old, current []trackedObject) {
+	holds := map[objectKey]bool{}
+	for _, o := range current {
+		holds[o.key] = true
+	}
+	for _, o := range old {
+		if !holds[o.key] {
+			delete(w.byObject[o.key], work)
+			if len(w.byObject[o.key]) == 0 {
+				delete(w.byObject, o.key)
+			}
+		}
+		if sw := w.watching[o.scope]; sw != nil {
+			sw.refs--
+			if sw.refs <= 0 {
+				sw.stop()
+				delete(w.watching, o.scope)
+			}
+		}
+	}
+}
+
+// start runs a metadata informer for one scope until the agent stops or the scope is released.
+func (w *objectWatches) start(s watchScope) *scopeWatch {
 	inf := metadatainformer.NewFilteredMetadataInformer(w.client, s.gvr, s.namespace, 0, cache.Indexers{}, nil).Informer()
 	notify := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -147,6 +185,7 @@ func (w *objectWatches) start(s watchScope) cache.SharedIndexInformer {
 		},
 		DeleteFunc: notify,
 	})
-	go inf.Run(w.ctx.Done())
-	return inf
+	ctx, stop := context.WithCancel(w.ctx)
+	go inf.Run(ctx.Done())
+	return &scopeWatch{inf: inf, stop: stop}
 }
