@@ -10,12 +10,25 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed ocm/hub/*.yaml ocm/spoke/*.yaml
+//go:embed ocm/hub/*.yaml ocm/spoke/*.yaml oam/*.yaml
 var files embed.FS
 
-// HubCRDs returns the CRDs a hub cluster serves.
+// HubCRDs returns the CRDs a hub cluster serves: OCM's, and the OAM types generated from pkg/apis.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	return readCRDs("ocm/hub")
+	ocm, err := readCRDs("ocm/hub")
+	if err != nil {
+		return nil, err
+	}
+	oam, err := OAMCRDs()
+	if err != nil {
+		return nil, err
+	}
+	return append(ocm, oam...), nil
+}
+
+// OAMCRDs returns the CRDs of the core.oam.dev API, a subset of HubCRDs.
+func OAMCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return readCRDs("oam")
 }
 
 // SpokeCRDs returns the CRDs a managed (spoke) cluster serves.

@@ -17,12 +17,16 @@ func TestHubAndSpokeCRDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantHub := []string{
+		"applicationconfigurations.core.oam.dev",
+		"components.core.oam.dev",
 		"managedclusters.cluster.open-cluster-management.io",
 		"managedclustersetbindings.cluster.open-cluster-management.io",
 		"managedclustersets.cluster.open-cluster-management.io",
 		"manifestworks.work.open-cluster-management.io",
 		"placementdecisions.cluster.open-cluster-management.io",
 		"placements.cluster.open-cluster-management.io",
+		"traitdefinitions.core.oam.dev",
+		"workloaddefinitions.core.oam.dev",
 	}
 	if got := names(hub); !slices.Equal(got, wantHub) {
 		t.Errorf("hub CRDs = %v, want %v", got, wantHub)

@@ -28,12 +28,16 @@ import (
 
 var (
 	hubCRDNames = []string{
+		"applicationconfigurations.core.oam.dev",
+		"components.core.oam.dev",
 		"managedclusters.cluster.open-cluster-management.io",
 		"managedclustersetbindings.cluster.open-cluster-management.io",
 		"managedclustersets.cluster.open-cluster-management.io",
 		"manifestworks.work.open-cluster-management.io",
 		"placementdecisions.cluster.open-cluster-management.io",
 		"placements.cluster.open-cluster-management.io",
+		"traitdefinitions.core.oam.dev",
+		"workloaddefinitions.core.oam.dev",
 	}
 	spokeCRDNames = []string{"appliedmanifestworks.work.open-cluster-management.io"}
 )

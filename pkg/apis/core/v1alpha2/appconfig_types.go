@@ -1,0 +1,237 @@
+package v1alpha2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ApplicationConfigurationSpec is an application: component instances with their parameter values and
+// traits, and the clusters they are delivered to.
+type ApplicationConfigurationSpec struct {
+	// Components are the component instances of the application.
+	// +optional
+	Components []ApplicationConfigurationComponent `json:"components,omitempty"`
+
+	// Placement chooses the managed clusters the application is delivered to, one ManifestWork each.
+	// It is Ferry's extension of the OAM API; an AppConfig without it is delivered to no cluster.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+}
+
+// ApplicationConfigurationComponent instantiates one Component, either following its latest revision
+// (componentName) or pinned to one revision (revisionName, <component>-v<N>).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.componentName) != has(self.revisionName)",message="set exactly one of componentName and revisionName"
+type ApplicationConfigurationComponent struct {
+	// ComponentName follows the component's latest revision.
+	// +optional
+	ComponentName string `json:"componentName,omitempty"`
+
+	// RevisionName pins a revision of a component, e.g. "frontend-v1"; a later change of the component
+	// does not change what is delivered.
+	// +optional
+	RevisionName string `json:"revisionName,omitempty"`
+
+	// ParameterValues set the component's parameters.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	ParameterValues []ComponentParameterValue `json:"parameterValues,omitempty"`
+
+	// Traits attached to this component instance.
+	// +optional
+	Traits []ComponentTrait `json:"traits,omitempty"`
+}
+
+// ComponentParameterValue is the value of one component parameter.
+type ComponentParameterValue struct {
+	// Name of the parameter, as the Component declares it.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Value is any JSON value: a string, a number, a boolean, a list or an object. A RawExtension (not
+	// a string) so that a number stays a number when written into the workload.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Value runtime.RawExtension `json:"value"`
+}
+
+// ComponentTrait is one trait of a component instance.
+type ComponentTrait struct {
+	// Trait is the trait object, e.g. a ManualScalerTrait; its kind's TraitDefinition says how it is
+	// rendered.
+	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Trait runtime.RawExtension `json:"trait"`
+}
+
+// Placement names the target clusters in exactly one of three ways.
+//
+// +kubebuilder:validation:XValidation:rule="[has(self.clusters), has(self.clusterSelector), has(self.placementRef)].filter(x, x).size() == 1",message="set exactly one of clusters, clusterSelector and placementRef"
+type Placement struct {
+	// Clusters are ManagedCluster names. Names without a ManagedCluster get no work until one exists.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +listType=set
+	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSelector selects ManagedClusters by their labels.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// PlacementRef names an Open Cluster Management Placement in the AppConfig's namespace; its
+	// PlacementDecisions list the clusters.
+	// +optional
+	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+}
+
+// PlacementRef names an OCM Placement (cluster.open-cluster-management.io/v1beta1).
+type PlacementRef struct {
+	// Name of the Placement.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// ApplicationConfigurationStatus is what the hub rendered and what the clusters report.
+type ApplicationConfigurationStatus struct {
+	// ObservedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions of the application as a whole, e.g. whether it rendered and is available everywhere.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Workloads are the rendered workloads, one per component instance, with their traits.
+	// +optional
+	Workloads []WorkloadStatus `json:"workloads,omitempty"`
+
+	// Clusters are the target clusters and what each reports of its ManifestWork.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// Summary counts the clusters; `kubectl get` prints it.
+	// +optional
+	Summary *Summary `json:"summary,omitempty"`
+}
+
+// WorkloadStatus is the workload rendered for one component instance.
+type WorkloadStatus struct {
+	// ComponentName is the component the workload was rendered from.
+	ComponentName string `json:"componentName"`
+	// ComponentRevisionName is the revision rendered, <component>-v<N>.
+	// +optional
+	ComponentRevisionName string `json:"componentRevisionName,omitempty"`
+	// Reference is the rendered workload.
+	Reference TypedReference `json:"workloadRef"`
+	// Traits are the traits rendered for the workload.
+	// +optional
+	Traits []WorkloadTrait `json:"traits,omitempty"`
+}
+
+// WorkloadTrait is one rendered trait.
+type WorkloadTrait struct {
+	// Reference is the rendered trait object.
+	Reference TypedReference `json:"traitRef"`
+}
+
+// TypedReference names an object of a given kind in the AppConfig's namespace.
+type TypedReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+}
+
+// ClusterStatus is what one target cluster reports of the application's ManifestWork.
+//
+// Applied and Available are condition statuses rather than booleans so that "not reported yet"
+// (Unknown) is told apart from "failed" (False): a cluster is True when every manifest is, False when
+// any manifest is, Unknown otherwise.
+type ClusterStatus struct {
+	// Name of the ManagedCluster.
+	Name string `json:"name"`
+	// ManifestWork is the name of the work in the cluster's namespace on the hub.
+	// +optional
+	ManifestWork string `json:"manifestWork,omitempty"`
+	// Applied aggregates the manifests' Applied conditions.
+	// +optional
+	Applied metav1.ConditionStatus `json:"applied,omitempty"`
+	// Available aggregates the manifests' Available conditions.
+	// +optional
+	Available metav1.ConditionStatus `json:"available,omitempty"`
+	// Manifests are the work's manifests as the cluster's agent reports them.
+	// +optional
+	Manifests []ManifestStatus `json:"manifests,omitempty"`
+}
+
+// ManifestStatus is one manifest of a ManifestWork as its agent reports it.
+type ManifestStatus struct {
+	// Ordinal is the manifest's index in the ManifestWork's spec.workload.manifests.
+	Ordinal int32 `json:"ordinal"`
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Applied is the status of the manifest's Applied condition.
+	// +optional
+	Applied metav1.ConditionStatus `json:"applied,omitempty"`
+	// Available is the status of the manifest's Available condition.
+	// +optional
+	Available metav1.ConditionStatus `json:"available,omitempty"`
+	// Message explains a condition that is not True, e.g. the fields of an apply conflict.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Feedback are the status values the agent reported, e.g. ReadyReplicas.
+	// +optional
+	Feedback []FeedbackValue `json:"feedback,omitempty"`
+}
+
+// FeedbackValue is one reported status value, rendered as text.
+type FeedbackValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Summary counts the target clusters. Applied and Available are "<ready>/<total>" strings, e.g. "1/2",
+// because that is what a person wants to read in `kubectl get`.
+type Summary struct {
+	// Clusters is the number of target clusters.
+	Clusters int32 `json:"clusters"`
+	// Applied is "<clusters whose manifests are all applied>/<clusters>".
+	Applied string `json:"applied"`
+	// Available is "<clusters whose manifests are all available>/<clusters>".
+	Available string `json:"available"`
+}
+
+// ApplicationConfiguration is an OAM application: Component instances with parameter values and traits,
+// delivered by the hub to the clusters its placement names.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=appconfig,categories=oam
+// +kubebuilder:printcolumn:name="CLUSTERS",type=integer,JSONPath=".status.summary.clusters"
+// +kubebuilder:printcolumn:name="APPLIED",type=string,JSONPath=".status.summary.applied"
+// +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=".status.summary.available"
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=".metadata.creationTimestamp"
+type ApplicationConfiguration struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ApplicationConfigurationSpec   `json:"spec"`
+	Status ApplicationConfigurationStatus `json:"status,omitempty"`
+}
+
+// ApplicationConfigurationList is a list of ApplicationConfigurations.
+//
+// +kubebuilder:object:root=true
+type ApplicationConfigurationList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ApplicationConfiguration `json:"items"`
+}
