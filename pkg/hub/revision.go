@@ -1,0 +1,158 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+const (
+	// ComponentLabel names, on a ControllerRevision, the Component it is a revision of (seed 003).
+	ComponentLabel = "controller.oam.dev/component"
+	// specHashLabel identifies the spec a revision holds, so that an unchanged spec makes no revision.
+	specHashLabel = "ferry.io/component-spec-hash"
+	// DefaultRevisionsKept is how many revisions of a Component are kept besides the latest and those
+	// an AppConfig pins.
+	DefaultRevisionsKept = 10
+)
+
+// RevisionReconciler records every change of a Component's spec as a ControllerRevision named
+// <component>-v<N>, N increasing, and points status.latestRevision at the newest. Old revisions beyond
+// RevisionsKept are pruned, except those an ApplicationConfiguration pins with revisionName.
+type RevisionReconciler struct {
+	Client        client.Client
+	Scheme        *runtime.Scheme
+	RevisionsKept int
+}
+
+// SetupWithManager registers the reconciler.
+func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("component-revisions").
+		For(&v1alpha2.Component{}).
+		Owns(&appsv1.ControllerRevision{}).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	comp := &v1alpha2.Component{}
+	if err := r.Client.Get(ctx, req.NamespacedName, comp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	revs, err := r.revisions(ctx, comp)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	spec, err := json.Marshal(comp.Spec)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("encode spec of component %s: %w", comp.Name, err)
+	}
+	sum := sha256.Sum256(spec)
+	hash := hex.EncodeToString(sum[:10])
+
+	var latest *appsv1.ControllerRevision
+	if len(revs) > 0 {
+		latest = &revs[len(revs)-1]
+	}
+	if latest == nil || latest.Labels[specHashLabel] != hash {
+		n := int64(1)
+		if latest != nil {
+			n = latest.Revision + 1
+		}
+		rev := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      RevisionName(comp.Name, n),
+				Namespace: comp.Namespace,
+				Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: hash},
+			},
+			Data:     runtime.RawExtension{Raw: spec},
+			Revision: n,
+		}
+		if err := controllerutil.SetControllerReference(comp, rev, r.Scheme); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Client.Create(ctx, rev); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// The cache has not seen a revision we made: look again when it has.
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("create revision %s: %w", rev.Name, err)
+		}
+		revs = append(revs, *rev)
+		latest = rev
+	}
+
+	if s := comp.Status.LatestRevision; s == nil || s.Name != latest.Name || s.Revision != latest.Revision ||
+		comp.Status.ObservedGeneration != comp.Generation {
+		patch := client.MergeFrom(comp.DeepCopy())
+		comp.Status.LatestRevision = &v1alpha2.Revision{Name: latest.Name, Revision: latest.Revision}
+		comp.Status.ObservedGeneration = comp.Generation
+		if err := r.Client.Status().Patch(ctx, comp, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("update status of component %s: %w", comp.Name, err)
+		}
+	}
+	return ctrl.Result{}, r.prune(ctx, comp, revs)
+}
+
+// RevisionName is the name of revision n of a component.
+func RevisionName(component string, n int64) string { return fmt.Sprintf("%s-v%d", component, n) }
+
+// revisions lists the component's revisions, oldest first.
+func (r *RevisionReconciler) revisions(ctx context.Context, comp *v1alpha2.Component) ([]appsv1.ControllerRevision, error) {
+	list := &appsv1.ControllerRevisionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(comp.Namespace), client.MatchingLabels{ComponentLabel: comp.Name}); err != nil {
+		return nil, fmt.Errorf("list revisions of component %s: %w", comp.Name, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Revision < list.Items[j].Revision })
+	return list.Items, nil
+}
+
+// prune deletes the oldest revisions beyond RevisionsKept, not counting the latest and the pinned ones,
+// which stay.
+func (r *RevisionReconciler) prune(ctx context.Context, comp *v1alpha2.Component, revs []appsv1.ControllerRevision) error {
+	kept := r.RevisionsKept
+	if kept <= 0 {
+		kept = DefaultRevisionsKept
+	}
+	if len(revs)-1 <= kept {
+		return nil // nothing to prune, whatever is pinned
+	}
+	apps := &v1alpha2.ApplicationConfigurationList{}
+	if err := r.Client.List(ctx, apps, client.InNamespace(comp.Namespace)); err != nil {
+		return fmt.Errorf("list application configurations: %w", err)
+	}
+	pinned := map[string]bool{}
+	for _, app := range apps.Items {
+		for _, c := range app.Spec.Components {
+			if c.RevisionName != "" {
+				pinned[c.RevisionName] = true
+			}
+		}
+	}
+	var prunable []*appsv1.ControllerRevision // oldest first, the latest excluded
+	for i := range revs[:len(revs)-1] {
+		if !pinned[revs[i].Name] {
+			prunable = append(prunable, &revs[i])
+		}
+	}
+	for _, rev := range prunable[:max(0, len(prunable)-kept)] {
+		if err := r.Client.Delete(ctx, rev); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("prune revision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
+}
