@@ -1,0 +1,228 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// Labels and the annotation every rendered object carries (seeds 000 and 003).
+const (
+	LabelAppName      = "app.oam.dev/name"
+	LabelComponent    = "app.oam.dev/component"
+	LabelRevision     = "app.oam.dev/revision"
+	LabelResourceType = "app.oam.dev/resourceType"
+	AnnotationAppGen  = "app.oam.dev/generation"
+
+	ResourceTypeWorkload = "WORKLOAD"
+	ResourceTypeTrait    = "TRAIT"
+)
+
+// ResolvedComponent is the spec an AppConfig entry renders, and which revision of which component it is.
+type ResolvedComponent struct {
+	ComponentName string
+	RevisionName  string
+	Spec          *v1alpha2.ComponentSpec
+}
+
+// RenderInput is what rendering an AppConfig needs from the hub.
+type RenderInput struct {
+	App *v1alpha2.ApplicationConfiguration
+	// Component resolves an entry: by componentName to the component's latest revision, by revisionName
+	// to that revision.
+	Component func(entry v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error)
+	// TraitDefinition returns the definition of a trait object's kind.
+	TraitDefinition func(trait *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error)
+}
+
+// RenderedComponent is one component of an AppConfig as it is delivered.
+type RenderedComponent struct {
+	ComponentName string
+	RevisionName  string
+	Workload      *unstructured.Unstructured
+	// Traits are delivered beside the workload, each with the workload's reference where its
+	// definition asks for it.
+	Traits []*unstructured.Unstructured
+	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002).
+	PatchTraits []*unstructured.Unstructured
+}
+
+// RenderError is an AppConfig that cannot be rendered as written; nothing of it should be delivered.
+type RenderError struct {
+	Component string
+	Reason    string // a condition reason: ComponentNotFound, UnknownParameter, ...
+	Message   string
+}
+
+func (e *RenderError) Error() string {
+	return fmt.Sprintf("component %q: %s", e.Component, e.Message)
+}
+
+// Render turns every component of the AppConfig into its workload and traits. It fails as a whole on
+// the first component that cannot be rendered, so that nothing half-rendered is delivered.
+func Render(in RenderInput) ([]RenderedComponent, error) {
+	out := make([]RenderedComponent, 0, len(in.App.Spec.Components))
+	for _, entry := range in.App.Spec.Components {
+		rc, err := renderComponent(in, entry)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rc)
+	}
+	return out, nil
+}
+
+func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent) (RenderedComponent, error) {
+	name := entry.ComponentName
+	if name == "" {
+		name = entry.RevisionName
+	}
+	resolved, err := in.Component(entry)
+	if err != nil {
+		ref := "componentName " + entry.ComponentName
+		if entry.RevisionName != "" {
+			ref = "revisionName " + entry.RevisionName
+		}
+		return RenderedComponent{}, &RenderError{Component: name, Reason: "ComponentNotFound", Message: fmt.Sprintf("%s: %v", ref, err)}
+	}
+	name = resolved.ComponentName
+	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName}
+
+	workload := &unstructured.Unstructured{}
+	if err := json.Unmarshal(resolved.Spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
+		return rc, &RenderError{Component: name, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", resolved.RevisionName, err)}
+	}
+	if err := setParameters(workload, resolved.Spec.Parameters, entry.ParameterValues); err != nil {
+		return rc, &RenderError{Component: name, Reason: err.reason, Message: err.message}
+	}
+
+	// Traits first decide the workload's name: a revision-enabled trait, or a pinned revision, makes
+	// one workload per revision.
+	perRevision := entry.RevisionName != ""
+	var traits []*unstructured.Unstructured
+	var defs []*v1alpha2.TraitDefinition
+	for i, t := range entry.Traits {
+		trait := &unstructured.Unstructured{}
+		if err := json.Unmarshal(t.Trait.Raw, &trait.Object); err != nil || trait.Object == nil {
+			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
+		}
+		def, err := in.TraitDefinition(trait)
+		if err != nil {
+			return rc, &RenderError{Component: name, Reason: "TraitDefinitionNotFound",
+				Message: fmt.Sprintf("traits[%d] (%s %s): %v", i, trait.GetAPIVersion(), trait.GetKind(), err)}
+		}
+		perRevision = perRevision || def.Spec.RevisionEnabled
+		traits = append(traits, trait)
+		defs = append(defs, def)
+	}
+	workloadName := resolved.ComponentName
+	if perRevision {
+		workloadName = resolved.RevisionName
+	}
+	app := in.App
+	workload.SetName(workloadName)
+	if workload.GetNamespace() == "" {
+		workload.SetNamespace(app.Namespace)
+	}
+	stamp(workload, app, rc, ResourceTypeWorkload)
+	rc.Workload = workload
+
+	kinds := map[string]int{}
+	for i, trait := range traits {
+		if defs[i].Spec.Patch {
+			rc.PatchTraits = append(rc.PatchTraits, trait)
+			continue
+		}
+		if trait.GetName() == "" {
+			kind := strings.ToLower(trait.GetKind())
+			n := kinds[kind]
+			kinds[kind] = n + 1
+			traitName := workloadName + "-" + kind
+			if n > 0 {
+				traitName += "-" + strconv.Itoa(n)
+			}
+			trait.SetName(traitName)
+		}
+		if trait.GetNamespace() == "" {
+			trait.SetNamespace(workload.GetNamespace())
+		}
+		if path := defs[i].Spec.WorkloadRefPath; path != "" {
+			ref := map[string]any{"apiVersion": workload.GetAPIVersion(), "kind": workload.GetKind(), "name": workloadName}
+			if err := setFieldPath(trait.Object, path, ref); err != nil {
+				return rc, &RenderError{Component: name, Reason: "InvalidTrait",
+					Message: fmt.Sprintf("trait %s: workloadRefPath of its definition %s: %v", trait.GetKind(), defs[i].Name, err)}
+			}
+		}
+		stamp(trait, app, rc, ResourceTypeTrait)
+		rc.Traits = append(rc.Traits, trait)
+	}
+	return rc, nil
+}
+
+// stamp puts the labels and the annotation of rendered objects on obj.
+func stamp(obj *unstructured.Unstructured, app *v1alpha2.ApplicationConfiguration, rc RenderedComponent, resourceType string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelAppName] = app.Name
+	labels[LabelComponent] = rc.ComponentName
+	labels[LabelRevision] = rc.RevisionName
+	labels[LabelResourceType] = resourceType
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppGen] = strconv.FormatInt(app.Generation, 10)
+	obj.SetAnnotations(ann)
+}
+
+type parameterError struct{ reason, message string }
+
+// setParameters writes the AppConfig's parameter values into the workload.
+func setParameters(workload *unstructured.Unstructured, params []v1alpha2.ComponentParameter, values []v1alpha2.ComponentParameterValue) *parameterError {
+	byName := map[string]v1alpha2.ComponentParameter{}
+	for _, p := range params {
+		byName[p.Name] = p
+	}
+	given := map[string]bool{}
+	for _, v := range values {
+		p, ok := byName[v.Name]
+		if !ok {
+			return &parameterError{"UnknownParameter", fmt.Sprintf("parameter %q is not a parameter of the component (it has %s)", v.Name, names(params))}
+		}
+		given[v.Name] = true
+		var value any
+		if err := json.Unmarshal(v.Value.Raw, &value); err != nil {
+			return &parameterError{"InvalidParameterValue", fmt.Sprintf("parameter %q: %v", v.Name, err)}
+		}
+		for _, path := range p.FieldPaths {
+			if err := setFieldPath(workload.Object, path, value); err != nil {
+				return &parameterError{"InvalidParameterValue", fmt.Sprintf("parameter %q: %v", v.Name, err)}
+			}
+		}
+	}
+	for _, p := range params {
+		if p.Required && !given[p.Name] {
+			return &parameterError{"MissingRequiredParameter", fmt.Sprintf("required parameter %q has no value", p.Name)}
+		}
+	}
+	return nil
+}
+
+func names(params []v1alpha2.ComponentParameter) string {
+	if len(params) == 0 {
+		return "none"
+	}
+	out := make([]string, len(params))
+	for i, p := range params {
+		out[i] = strconv.Quote(p.Name)
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,187 @@
+package hub
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+const webWorkload = `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,"template":{"spec":{"containers":[{"name":"web","image":"nginx:1"}]}}}}`
+
+func raw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byte(s)} }
+
+// fixture is an AppConfig "shop" (generation 3) of component "web", whose latest revision is web-v2,
+// with a ManualScalerTrait definition (workloadRefPath spec.workloadRef) and a revision-enabled
+// RolloutTrait definition.
+func renderInput(entry v1alpha2.ApplicationConfigurationComponent) RenderInput {
+	app := &v1alpha2.ApplicationConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "prod", Generation: 3},
+		Spec:       v1alpha2.ApplicationConfigurationSpec{Components: []v1alpha2.ApplicationConfigurationComponent{entry}},
+	}
+	spec := &v1alpha2.ComponentSpec{
+		Workload: raw(webWorkload),
+		Parameters: []v1alpha2.ComponentParameter{
+			{Name: "image", FieldPaths: []string{"spec.template.spec.containers[0].image"}, Required: true},
+			{Name: "replicas", FieldPaths: []string{"spec.replicas"}},
+		},
+	}
+	defs := map[string]*v1alpha2.TraitDefinition{
+		"ManualScalerTrait": {ObjectMeta: metav1.ObjectMeta{Name: "manualscalertraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{WorkloadRefPath: "spec.workloadRef"}},
+		"RolloutTrait":      {ObjectMeta: metav1.ObjectMeta{Name: "rollouttraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{RevisionEnabled: true, WorkloadRefPath: "spec.targetRef"}},
+		"NodeSelectorTrait": {ObjectMeta: metav1.ObjectMeta{Name: "nodeselectortraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
+	}
+	return RenderInput{
+		App: app,
+		Component: func(e v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+			switch {
+			case e.ComponentName == "web":
+				return ResolvedComponent{ComponentName: "web", RevisionName: "web-v2", Spec: spec}, nil
+			case e.RevisionName == "web-v1":
+				return ResolvedComponent{ComponentName: "web", RevisionName: "web-v1", Spec: spec}, nil
+			}
+			return ResolvedComponent{}, errors.New("no such component or revision")
+		},
+		TraitDefinition: func(t *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
+			if d, ok := defs[t.GetKind()]; ok {
+				return d, nil
+			}
+			return nil, errors.New("no TraitDefinition for this kind")
+		},
+	}
+}
+
+func trait(kind, spec string) v1alpha2.ComponentTrait {
+	return v1alpha2.ComponentTrait{Trait: raw(`{"apiVersion":"core.oam.dev/v1alpha2","kind":"` + kind + `","spec":` + spec + `}`)}
+}
+
+func TestRenderWorkloadWithParametersLabelsAndTraits(t *testing.T) {
+	in := renderInput(v1alpha2.ApplicationConfigurationComponent{
+		ComponentName:   "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}, {Name: "replicas", Value: raw(`3`)}},
+		Traits:          []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":3}`)},
+	})
+	out, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := out[0].Workload
+	if w.GetName() != "web" || w.GetNamespace() != "prod" {
+		t.Errorf("workload %s/%s, want prod/web (named after the component)", w.GetNamespace(), w.GetName())
+	}
+	image, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
+	if got := image[0].(map[string]any)["image"]; got != "nginx:2" {
+		t.Errorf("image = %v, want the parameter's nginx:2", got)
+	}
+	if got, _, _ := unstructured.NestedFieldNoCopy(w.Object, "spec", "replicas"); got != float64(3) {
+		t.Errorf("replicas = %v (%T), want the number 3", got, got)
+	}
+	wantLabels := map[string]string{LabelAppName: "shop", LabelComponent: "web", LabelRevision: "web-v2", LabelResourceType: "WORKLOAD"}
+	for k, v := range wantLabels {
+		if w.GetLabels()[k] != v {
+			t.Errorf("workload label %s = %q, want %q", k, w.GetLabels()[k], v)
+		}
+	}
+	if w.GetAnnotations()[AnnotationAppGen] != "3" {
+		t.Errorf("generation annotation = %q, want 3", w.GetAnnotations()[AnnotationAppGen])
+	}
+	tr := out[0].Traits[0]
+	if tr.GetName() != "web-manualscalertrait" || tr.GetLabels()[LabelResourceType] != "TRAIT" || tr.GetNamespace() != "prod" {
+		t.Errorf("trait %s/%s labels %v", tr.GetNamespace(), tr.GetName(), tr.GetLabels())
+	}
+	ref, _, _ := unstructured.NestedMap(tr.Object, "spec", "workloadRef")
+	if ref["apiVersion"] != "apps/v1" || ref["kind"] != "Deployment" || ref["name"] != "web" {
+		t.Errorf("workloadRef = %v, want the Deployment web", ref)
+	}
+}
+
+// Seed 003: a revision-enabled trait, or a pinned revision, names the workload after the revision.
+func TestRenderNamesTheWorkloadAfterTheRevisionWhenRevisionsMatter(t *testing.T) {
+	image := []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}
+	out, err := Render(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image,
+		Traits: []v1alpha2.ComponentTrait{trait("RolloutTrait", `{}`)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Workload.GetName() != "web-v2" {
+		t.Errorf("workload with a revision-enabled trait = %s, want web-v2", out[0].Workload.GetName())
+	}
+	if ref, _, _ := unstructured.NestedString(out[0].Traits[0].Object, "spec", "targetRef", "name"); ref != "web-v2" {
+		t.Errorf("trait's reference = %s, want web-v2", ref)
+	}
+	out, err = Render(renderInput(v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1", ParameterValues: image}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := out[0].Workload; w.GetName() != "web-v1" || w.GetLabels()[LabelRevision] != "web-v1" {
+		t.Errorf("pinned workload = %s (revision label %s), want web-v1", w.GetName(), w.GetLabels()[LabelRevision])
+	}
+}
+
+func TestRenderSetsPatchTraitsAside(t *testing.T) {
+	out, err := Render(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits:          []v1alpha2.ComponentTrait{trait("NodeSelectorTrait", `{"nodeSelector":{"disk":"ssd"}}`)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out[0].Traits) != 0 || len(out[0].PatchTraits) != 1 {
+		t.Errorf("traits %d, patch traits %d; want 0 and 1", len(out[0].Traits), len(out[0].PatchTraits))
+	}
+}
+
+func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
+	image := v1alpha2.ComponentParameterValue{Name: "image", Value: raw(`"nginx:2"`)}
+	cases := []struct {
+		name   string
+		entry  v1alpha2.ApplicationConfigurationComponent
+		reason string
+		says   string
+	}{
+		{"missing component", v1alpha2.ApplicationConfigurationComponent{ComponentName: "nope"}, "ComponentNotFound", "nope"},
+		{"unknown parameter", v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+			ParameterValues: []v1alpha2.ComponentParameterValue{image, {Name: "colour", Value: raw(`"red"`)}}}, "UnknownParameter", `"colour"`},
+		{"missing required parameter", v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"}, "MissingRequiredParameter", `"image"`},
+		{"trait without definition", v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+			ParameterValues: []v1alpha2.ComponentParameterValue{image}, Traits: []v1alpha2.ComponentTrait{trait("Mystery", `{}`)}}, "TraitDefinitionNotFound", "Mystery"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := Render(renderInput(c.entry))
+			var re *RenderError
+			if !errors.As(err, &re) || re.Reason != c.reason || !strings.Contains(re.Message, c.says) {
+				t.Fatalf("error = %v, want reason %s mentioning %s", err, c.reason, c.says)
+			}
+			if out != nil {
+				t.Errorf("something was rendered: %v", out)
+			}
+		})
+	}
+}
+
+func TestSetFieldPath(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}}}}
+	for path, value := range map[string]any{
+		"spec.containers[0].image":            "x",
+		"metadata.labels[app.oam.dev/tier]":   "web",
+		".spec.replicas":                      float64(2),
+		"spec.template.metadata.labels[team]": "t",
+	} {
+		if err := setFieldPath(obj, path, value); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	if obj["metadata"].(map[string]any)["labels"].(map[string]any)["app.oam.dev/tier"] != "web" {
+		t.Errorf("bracketed key not set: %v", obj["metadata"])
+	}
+	for _, bad := range []string{"spec.containers[3].image", "spec.containers.image", "spec[0]", "spec.x[", ""} {
+		if err := setFieldPath(obj, bad, "v"); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
