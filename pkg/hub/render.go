@@ -48,6 +48,10 @@ type RenderedComponent struct {
 	// Traits are delivered beside the workload, each with the workload's reference where its
 	// definition asks for it.
 	Traits []*unstructured.Unstructured
+	// Strategies the AppConfig sets for the workload and, by index, for each of Traits; empty ones
+	// follow the hub's default.
+	WorkloadStrategy v1alpha2.UpdateStrategy
+	TraitStrategies  []v1alpha2.UpdateStrategy
 	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002).
 	PatchTraits []*unstructured.Unstructured
 }
@@ -91,7 +95,7 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		return RenderedComponent{}, &RenderError{Component: name, Reason: "ComponentNotFound", Message: fmt.Sprintf("%s: %v", ref, err)}
 	}
 	name = resolved.ComponentName
-	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName}
+	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName, WorkloadStrategy: entry.UpdateStrategy}
 
 	workload := &unstructured.Unstructured{}
 	if err := json.Unmarshal(resolved.Spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
@@ -160,6 +164,7 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		}
 		stamp(trait, app, rc, ResourceTypeTrait)
 		rc.Traits = append(rc.Traits, trait)
+		rc.TraitStrategies = append(rc.TraitStrategies, entry.Traits[i].UpdateStrategy)
 	}
 	return rc, nil
 }

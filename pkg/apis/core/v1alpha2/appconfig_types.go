@@ -41,7 +41,17 @@ type ApplicationConfigurationComponent struct {
 	// Traits attached to this component instance.
 	// +optional
 	Traits []ComponentTrait `json:"traits,omitempty"`
+
+	// UpdateStrategy is how agents apply this component's workload on the clusters; empty follows the
+	// hub's --apply-once-only setting (off: Update, on: ApplyOnce, force: ApplyOnceForce). Ferry's
+	// extension of the OAM API.
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 }
+
+// UpdateStrategy names a ManifestWork update strategy.
+// +kubebuilder:validation:Enum=Update;CreateOnly;ServerSideApply;ReadOnly;ApplyOnce;ApplyOnceForce
+type UpdateStrategy string
 
 // ComponentParameterValue is the value of one component parameter.
 type ComponentParameterValue struct {
@@ -63,6 +73,11 @@ type ComponentTrait struct {
 	// +kubebuilder:validation:EmbeddedResource
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Trait runtime.RawExtension `json:"trait"`
+
+	// UpdateStrategy is how agents apply this trait; empty follows the hub's --apply-once-only
+	// setting. Ferry's extension of the OAM API.
+	// +optional
+	UpdateStrategy UpdateStrategy `json:"updateStrategy,omitempty"`
 }
 
 // Placement names the target clusters in exactly one of three ways.

@@ -1,0 +1,108 @@
+package hub
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// Labels on a ManifestWork naming the AppConfig it delivers.
+const (
+	LabelAppConfigNamespace = "ferry.io/appconfig-namespace"
+	LabelAppConfigName      = "ferry.io/appconfig-name"
+)
+
+// ApplyOnceOnly is the hub's --apply-once-only mode (seed 000).
+type ApplyOnceOnly string
+
+const (
+	ApplyOnceOff   ApplyOnceOnly = "off"
+	ApplyOnceOn    ApplyOnceOnly = "on"
+	ApplyOnceForce ApplyOnceOnly = "force"
+)
+
+// defaultStrategy is the update strategy rendered objects get in a mode.
+func (m ApplyOnceOnly) defaultStrategy() workv1.UpdateStrategyType {
+	switch m {
+	case ApplyOnceOn:
+		return "ApplyOnce"
+	case ApplyOnceForce:
+		return "ApplyOnceForce"
+	}
+	return workv1.UpdateStrategyTypeUpdate
+}
+
+// ManifestWorkName is the name of the ManifestWork delivering an AppConfig to a cluster: AppConfigs of
+// different hub namespaces may share a name, so the namespace is part of it.
+func ManifestWorkName(app *v1alpha2.ApplicationConfiguration) string {
+	return app.Namespace + "." + app.Name
+}
+
+// BuildManifestWork is the ManifestWork delivering the rendered components of app to cluster: every
+// workload followed by its traits, each with its update strategy, and WellKnownStatus feedback for the
+// workloads. A manifest's resource name (which manifestConfigs identify it by) is guessed from its
+// kind when the hub cannot map it.
+func BuildManifestWork(app *v1alpha2.ApplicationConfiguration, cluster string, rendered []RenderedComponent, mode ApplyOnceOnly, mapper meta.RESTMapper) (*workv1.ManifestWork, error) {
+	mw := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ManifestWorkName(app),
+			Namespace: cluster,
+			Labels:    map[string]string{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name},
+		},
+	}
+	add := func(obj *unstructured.Unstructured, strategy v1alpha2.UpdateStrategy, feedback bool) error {
+		raw, err := json.Marshal(obj.Object)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		mw.Spec.Workload.Manifests = append(mw.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		typ := mode.defaultStrategy()
+		if strategy != "" {
+			typ = workv1.UpdateStrategyType(strategy)
+		}
+		cfg := workv1.ManifestConfigOption{
+			ResourceIdentifier: workv1.ResourceIdentifier{
+				Group:     obj.GroupVersionKind().Group,
+				Resource:  resourceOf(obj, mapper),
+				Name:      obj.GetName(),
+				Namespace: obj.GetNamespace(),
+			},
+			UpdateStrategy: &workv1.UpdateStrategy{Type: typ},
+		}
+		if feedback {
+			cfg.FeedbackRules = []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}}
+		}
+		mw.Spec.ManifestConfigs = append(mw.Spec.ManifestConfigs, cfg)
+		return nil
+	}
+	for _, rc := range rendered {
+		if err := add(rc.Workload, rc.WorkloadStrategy, true); err != nil {
+			return nil, err
+		}
+		for i, t := range rc.Traits {
+			if err := add(t, rc.TraitStrategies[i], false); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return mw, nil
+}
+
+// resourceOf maps an object's kind to its resource name, through mapper when it knows the kind.
+func resourceOf(obj *unstructured.Unstructured, mapper meta.RESTMapper) string {
+	gvk := obj.GroupVersionKind()
+	if mapper != nil {
+		if m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			return m.Resource.Resource
+		}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.Resource
+}

@@ -1,0 +1,92 @@
+package hub
+
+import (
+	"encoding/json"
+	"testing"
+
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+func renderedShop(t *testing.T, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []RenderedComponent) {
+	t.Helper()
+	in := renderInput(entry)
+	out, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.App, out
+}
+
+// Seed 000: --apply-once-only maps workloads and traits to Update, ApplyOnce or ApplyOnceForce; a
+// strategy set on the AppConfig wins.
+func TestManifestWorkStrategiesFollowApplyOnceOnlyAndOverrides(t *testing.T) {
+	entry := v1alpha2.ApplicationConfigurationComponent{
+		ComponentName:   "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits:          []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":3}`)},
+	}
+	for mode, want := range map[ApplyOnceOnly]workv1.UpdateStrategyType{
+		ApplyOnceOff: "Update", ApplyOnceOn: "ApplyOnce", ApplyOnceForce: "ApplyOnceForce", "": "Update",
+	} {
+		app, rendered := renderedShop(t, entry)
+		mw, err := BuildManifestWork(app, "cluster1", rendered, mode, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, cfg := range mw.Spec.ManifestConfigs {
+			if cfg.UpdateStrategy.Type != want {
+				t.Errorf("mode %q: manifest %d strategy %s, want %s", mode, i, cfg.UpdateStrategy.Type, want)
+			}
+		}
+	}
+
+	entry.UpdateStrategy = "ServerSideApply"
+	entry.Traits[0].UpdateStrategy = "CreateOnly"
+	app, rendered := renderedShop(t, entry)
+	mw, err := BuildManifestWork(app, "cluster1", rendered, ApplyOnceOn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []workv1.UpdateStrategyType{mw.Spec.ManifestConfigs[0].UpdateStrategy.Type, mw.Spec.ManifestConfigs[1].UpdateStrategy.Type}; got[0] != "ServerSideApply" || got[1] != "CreateOnly" {
+		t.Errorf("strategies with overrides = %v, want [ServerSideApply CreateOnly]", got)
+	}
+}
+
+func TestManifestWorkHoldsWorkloadThenTraitsIdentifiedForTheAgent(t *testing.T) {
+	app, rendered := renderedShop(t, v1alpha2.ApplicationConfigurationComponent{
+		ComponentName:   "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits:          []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":3}`)},
+	})
+	mw, err := BuildManifestWork(app, "cluster1", rendered, ApplyOnceOff, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mw.Name != "prod.shop" || mw.Namespace != "cluster1" || mw.Labels[LabelAppConfigName] != "shop" || mw.Labels[LabelAppConfigNamespace] != "prod" {
+		t.Errorf("work %s/%s labels %v", mw.Namespace, mw.Name, mw.Labels)
+	}
+	if len(mw.Spec.Workload.Manifests) != 2 {
+		t.Fatalf("%d manifests, want the workload and its trait", len(mw.Spec.Workload.Manifests))
+	}
+	var first map[string]any
+	if err := json.Unmarshal(mw.Spec.Workload.Manifests[0].Raw, &first); err != nil || first["kind"] != "Deployment" {
+		t.Errorf("first manifest = %v (%v), want the Deployment", first["kind"], err)
+	}
+	want := []workv1.ResourceIdentifier{
+		{Group: "apps", Resource: "deployments", Name: "web", Namespace: "prod"},
+		{Group: "core.oam.dev", Resource: "manualscalertraits", Name: "web-manualscalertrait", Namespace: "prod"},
+	}
+	for i, cfg := range mw.Spec.ManifestConfigs {
+		if cfg.ResourceIdentifier != want[i] {
+			t.Errorf("manifestConfigs[%d] identifies %+v, want %+v", i, cfg.ResourceIdentifier, want[i])
+		}
+	}
+	if rules := mw.Spec.ManifestConfigs[0].FeedbackRules; len(rules) != 1 || rules[0].Type != workv1.WellKnownStatusType {
+		t.Errorf("workload feedback rules = %v, want WellKnownStatus", rules)
+	}
+	if len(mw.Spec.ManifestConfigs[1].FeedbackRules) != 0 {
+		t.Errorf("trait has feedback rules %v", mw.Spec.ManifestConfigs[1].FeedbackRules)
+	}
+}
