@@ -1,0 +1,316 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+const (
+	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
+	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
+	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
+	ConditionReady = "Ready"
+)
+
+// AppConfigReconciler delivers ApplicationConfigurations: it renders them, writes one ManifestWork per
+// target cluster, removes the ManifestWorks of clusters that left the placement, and folds the
+// ManifestWorks' status back into the AppConfig.
+type AppConfigReconciler struct {
+	Client        client.Client
+	Mapper        meta.RESTMapper
+	ApplyOnceOnly ApplyOnceOnly
+}
+
+// SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
+// reference to the AppConfig cannot point: they are mapped back by their labels.
+func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
+		if ns == "" || name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	})
+	allInNamespace := func(all bool) handler.EventHandler {
+		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			apps := &v1alpha2.ApplicationConfigurationList{}
+			var opts []client.ListOption
+			if !all {
+				opts = append(opts, client.InNamespace(o.GetNamespace()))
+			}
+			if err := r.Client.List(ctx, apps, opts...); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, 0, len(apps.Items))
+			for _, a := range apps.Items {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
+			}
+			return out
+		})
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("appconfigs").
+		For(&v1alpha2.ApplicationConfiguration{}).
+		Watches(&workv1.ManifestWork{}, byLabels).
+		Watches(&v1alpha2.Component{}, allInNamespace(false)).
+		Watches(&managedCluster{}, allInNamespace(true)).
+		Watches(&placementDecision{}, allInNamespace(false)).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	app := &v1alpha2.ApplicationConfiguration{}
+	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	works, err := r.works(ctx, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if app.DeletionTimestamp != nil {
+		return r.finalize(ctx, app, works)
+	}
+	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
+		if err := r.Client.Update(ctx, app); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	rendered, err := Render(RenderInput{App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx)})
+	if re, ok := err.(*RenderError); ok {
+		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, works, nil, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	clusters, err := TargetClusters(ctx, r.Client, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	wanted := map[string]bool{}
+	for _, cluster := range clusters {
+		wanted[cluster] = true
+		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.sync(ctx, mw, works[cluster]); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for cluster, mw := range works {
+		if !wanted[cluster] {
+			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
+			}
+			delete(works, cluster)
+		}
+	}
+	return ctrl.Result{}, r.setStatus(ctx, app, works, rendered, metav1.Condition{
+		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
+		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
+}
+
+// works returns the AppConfig's ManifestWorks by cluster.
+func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name}); err != nil {
+		return nil, fmt.Errorf("list ManifestWorks: %w", err)
+	}
+	out := map[string]*workv1.ManifestWork{}
+	for i := range list.Items {
+		out[list.Items[i].Namespace] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// sync creates the ManifestWork or updates its spec and labels, writing only when they changed.
+func (r *AppConfigReconciler) sync(ctx context.Context, want, have *workv1.ManifestWork) error {
+	if have == nil {
+		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	}
+	if equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
+		return nil
+	}
+	have.Spec, have.Labels = want.Spec, want.Labels
+	if err := r.Client.Update(ctx, have); err != nil {
+		return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	return nil
+}
+
+// finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.
+func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works map[string]*workv1.ManifestWork) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(app, AppConfigFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	for _, mw := range works {
+		if mw.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s: %w", mw.Namespace, mw.Name, err)
+			}
+		}
+	}
+	if len(works) > 0 {
+		return ctrl.Result{RequeueAfter: time.Second}, nil // wait for the agents to clean up
+	}
+	controllerutil.RemoveFinalizer(app, AppConfigFinalizer)
+	return ctrl.Result{}, r.Client.Update(ctx, app)
+}
+
+// resolve finds the spec an AppConfig entry renders: the component's latest revision, or the pinned one.
+func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) func(v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+	return func(e v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+		revName := e.RevisionName
+		if revName == "" {
+			comp := &v1alpha2.Component{}
+			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: e.ComponentName}, comp); err != nil {
+				return ResolvedComponent{}, fmt.Errorf("component %s: %w", e.ComponentName, err)
+			}
+			if comp.Status.LatestRevision == nil {
+				return ResolvedComponent{}, fmt.Errorf("component %s has no revision recorded yet", e.ComponentName)
+			}
+			revName = comp.Status.LatestRevision.Name
+		}
+		rev := &appsv1.ControllerRevision{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: revName}, rev); err != nil {
+			return ResolvedComponent{}, fmt.Errorf("revision %s: %w", revName, err)
+		}
+		spec := &v1alpha2.ComponentSpec{}
+		if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
+			return ResolvedComponent{}, fmt.Errorf("revision %s: %w", revName, err)
+		}
+		return ResolvedComponent{ComponentName: rev.Labels[ComponentLabel], RevisionName: revName, Spec: spec}, nil
+	}
+}
+
+// traitDefinition finds a trait's definition, named after its resource: <plural>.<group>.
+func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
+	return func(t *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
+		gvk := t.GroupVersionKind()
+		name := resourceOf(t, r.Mapper) + "." + gvk.Group
+		def := &v1alpha2.TraitDefinition{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, def); err != nil {
+			return nil, fmt.Errorf("TraitDefinition %s: %w", name, err)
+		}
+		return def, nil
+	}
+}
+
+// setStatus writes the AppConfig's status when it changed.
+func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works map[string]*workv1.ManifestWork, rendered []RenderedComponent, ready metav1.Condition) error {
+	status := app.Status.DeepCopy()
+	status.ObservedGeneration = app.Generation
+	ready.ObservedGeneration = app.Generation
+	meta.SetStatusCondition(&status.Conditions, ready)
+	if rendered != nil {
+		status.Workloads = nil
+		for _, rc := range rendered {
+			ws := v1alpha2.WorkloadStatus{ComponentName: rc.ComponentName, ComponentRevisionName: rc.RevisionName, Reference: ref(rc.Workload)}
+			for _, t := range rc.Traits {
+				ws.Traits = append(ws.Traits, v1alpha2.WorkloadTrait{Reference: ref(t)})
+			}
+			status.Workloads = append(status.Workloads, ws)
+		}
+	}
+	status.Clusters = nil
+	applied, available := 0, 0
+	for _, cluster := range sortedKeys(works) {
+		cs := clusterStatus(works[cluster])
+		if cs.Applied == metav1.ConditionTrue {
+			applied++
+		}
+		if cs.Available == metav1.ConditionTrue {
+			available++
+		}
+		status.Clusters = append(status.Clusters, cs)
+	}
+	n := len(status.Clusters)
+	status.Summary = &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n)}
+	if equality.Semantic.DeepEqual(status, &app.Status) {
+		return nil
+	}
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Status = *status
+	return r.Client.Status().Patch(ctx, app, patch)
+}
+
+func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {
+	return v1alpha2.TypedReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}
+}
+
+// clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster.
+func clusterStatus(mw *workv1.ManifestWork) v1alpha2.ClusterStatus {
+	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
+		Applied: conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
+		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
+	for _, m := range mw.Status.ResourceStatus.Manifests {
+		ms := v1alpha2.ManifestStatus{
+			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
+			Applied:   conditionStatus(m.Conditions, workv1.ManifestApplied, -1),
+			Available: conditionStatus(m.Conditions, workv1.ManifestAvailable, -1),
+		}
+		if m.ResourceMeta.Group != "" {
+			ms.APIVersion = m.ResourceMeta.Group + "/" + m.ResourceMeta.Version
+		} else {
+			ms.APIVersion = m.ResourceMeta.Version
+		}
+		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
+			ms.Message = c.Message
+		}
+		for _, v := range m.StatusFeedbacks.Values {
+			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
+		}
+		cs.Manifests = append(cs.Manifests, ms)
+	}
+	return cs
+}
+
+// conditionStatus is the status of condition typ, Unknown when missing or (gen >= 0) about an older
+// generation.
+func conditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || (gen >= 0 && c.ObservedGeneration != gen) {
+		return metav1.ConditionUnknown
+	}
+	return c.Status
+}
+
+func fieldValue(v workv1.FieldValue) string {
+	switch {
+	case v.Integer != nil:
+		return strconv.FormatInt(*v.Integer, 10)
+	case v.String != nil:
+		return *v.String
+	case v.Boolean != nil:
+		return strconv.FormatBool(*v.Boolean)
+	case v.JsonRaw != nil:
+		return *v.JsonRaw
+	}
+	return ""
+}
