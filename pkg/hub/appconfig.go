@@ -267,7 +267,7 @@ func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {
 // clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster.
 func clusterStatus(mw *workv1.ManifestWork) v1alpha2.ClusterStatus {
 	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
-		Applied: conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
+		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
 		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
 	for _, m := range mw.Status.ResourceStatus.Manifests {
 		ms := v1alpha2.ManifestStatus{
