@@ -58,7 +58,7 @@ local-down: ## stop the local hub + spokes
 	bin/ferry-local down --state-dir $(LOCAL_DIR)
 
 .PHONY: demo
-demo: local-up ## the main job: local hub + spokes with ferry-agent, a ManifestWork delivered to both spokes, its status
+demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM application delivered to both spokes, their status
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
 	  echo "# hub: kubectl -n $$c apply -f examples/hello-work.yaml"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c apply -f examples/hello-work.yaml || exit 1; \
@@ -69,6 +69,15 @@ demo: local-up ## the main job: local hub + spokes with ferry-agent, a ManifestW
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c get manifestwork hello -o go-template-file=hack/local/work-status.tmpl || exit 1; \
 	  echo; echo "# $$c: kubectl -n hello get configmaps,deployments,services"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n hello get configmaps,deployments,services || exit 1; \
+	done
+	@echo; echo "# hub: kubectl apply -f examples/hello-app.yaml   (an OAM application placed on cluster1 and cluster2)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig apply -f examples/hello-app.yaml
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default wait appconfig/hello-app --for=jsonpath='{.status.summary.available}'=2/2 --timeout=60s >/dev/null
+	@echo; echo "# hub: kubectl get components,applicationconfigurations"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default get components,applicationconfigurations
+	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
+	  echo; echo "# $$c: kubectl -n default get deployments -L app.oam.dev/name,app.oam.dev/revision"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n default get deployments -L app.oam.dev/name,app.oam.dev/revision || exit 1; \
 	done
 
 .PHONY: clean

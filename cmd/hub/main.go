@@ -1,26 +1,63 @@
-// Command ferry-hub runs the Ferry hub controllers on the hub cluster.
+// Command ferry-hub runs the Ferry hub controllers on the hub cluster: OAM ApplicationConfigurations in,
+// one ManifestWork per target cluster out, and their status back.
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ferry-hub:", strings.Join(strings.Fields(err.Error()), " "))
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept}
+	var kubeconfig, applyOnce string
 	cmd := &cobra.Command{
 		Use:           "ferry-hub",
 		Short:         "Turn OAM ApplicationConfigurations into ManifestWorks for managed clusters",
+		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("the hub controller is not available in this build yet")
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.ApplyOnceOnly = hub.ApplyOnceOnly(applyOnce)
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			cfg, err := ctrl.GetConfig()
+			if kubeconfig != "" {
+				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			}
+			if err != nil {
+				return fmt.Errorf("hub kubeconfig: %w", err)
+			}
+			return hub.Run(cmd.Context(), cfg, o)
 		},
 	}
-	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "ferry-hub:", err)
-		os.Exit(1)
-	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file for the hub. Default: in-cluster, else $KUBECONFIG or ~/.kube/config.")
+	f.StringVar(&applyOnce, "apply-once-only", string(hub.ApplyOnceOff), "off: agents keep workloads and traits as rendered (Update); on: applied only when the AppConfig or Component changes (ApplyOnce); force: as on, and deleted objects stay deleted until then (ApplyOnceForce).")
+	f.IntVar(&o.RevisionsKept, "revisions-kept", o.RevisionsKept, "Old revisions kept per Component, besides the latest and those an AppConfig pins.")
+	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "host:port to serve Prometheus metrics on; 0 turns them off.")
+	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")
+	f.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader among several ferry-hub replicas.")
+	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
+	return cmd
 }

@@ -35,14 +35,7 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 	if err := yaml.UnmarshalStrict(data, role); err != nil {
 		return nil, fmt.Errorf("--agent-role %s: %w", o.agentRole, err)
 	}
-	bin := o.agentBinary
-	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, err
-		}
-		bin = filepath.Join(filepath.Dir(self), "ferry-agent")
-	}
+	bin := o.agentBinaryPath()
 	var agents []*agentProcess
 	for _, spoke := range env.Spokes {
 		dir, err := filepath.Abs(o.path(filepath.Join(spoke.Name, "hub-kubeconfig")))

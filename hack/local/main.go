@@ -63,7 +63,7 @@ func newCommand() *cobra.Command {
 	for _, c := range []*cobra.Command{up, serve} {
 		c.Flags().StringSliceVar(&o.spokes, "spokes", []string{"cluster1", "cluster2"}, "names of the spoke clusters")
 		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: bin/control-plane/current)")
-		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-agent for every spoke")
+		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-hub on the hub and ferry-agent for every spoke")
 		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
 		c.Flags().StringVar(&o.agentRole, "agent-role", "deploy/agent/hub-clusterrole.yaml", "the ClusterRole that limits an agent's hub credential")
 	}
@@ -179,6 +179,15 @@ func (o *options) serve(ctx context.Context) error {
 		return err
 	}
 	if o.agents {
+		hubController, err := o.startHub()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stopAgents([]*agentProcess{hubController}); err != nil {
+				fmt.Fprintln(os.Stderr, "stop ferry-hub:", err)
+			}
+		}()
 		agents, err := o.startAgents(ctx, env)
 		defer func() {
 			if err := stopAgents(agents); err != nil {

@@ -45,5 +45,7 @@ else
 fi
 
 ln -sfn "$key" "$root/bin/control-plane/current"
-"$out/etcd" --version | head -1
+# The first line only; head would close the pipe early and, under pipefail, fail on etcd's SIGPIPE.
+etcd_line=$("$out/etcd" --version)
+echo "${etcd_line%%$'\n'*}"
 "$out/kube-apiserver" --version

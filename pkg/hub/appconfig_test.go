@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,11 +28,9 @@ import (
 func startHub(t *testing.T) client.Client {
 	t.Helper()
 	env := localcluster.StartForTest(t, localcluster.Options{})
-	scheme := newScheme(t)
-	for _, install := range []func(*runtime.Scheme) error{workv1.Install, clusterv1.Install, clusterv1beta1.Install} {
-		if err := install(scheme); err != nil {
-			t.Fatal(err)
-		}
+	scheme, err := hub.Scheme()
+	if err != nil {
+		t.Fatal(err)
 	}
 	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",

@@ -1,0 +1,89 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// Options configures the hub controllers.
+type Options struct {
+	// ApplyOnceOnly is seed 000's mode: off, on or force.
+	ApplyOnceOnly ApplyOnceOnly
+	// RevisionsKept is how many old revisions of a Component are kept (besides the latest and the
+	// pinned ones).
+	RevisionsKept          int
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LeaderElection         bool
+	LeaderElectionNS       string
+}
+
+// Validate checks the options, naming the flag of a wrong one.
+func (o *Options) Validate() error {
+	switch o.ApplyOnceOnly {
+	case ApplyOnceOff, ApplyOnceOn, ApplyOnceForce:
+	default:
+		return fmt.Errorf("--apply-once-only %q: want off, on or force", o.ApplyOnceOnly)
+	}
+	if o.RevisionsKept < 1 {
+		return fmt.Errorf("--revisions-kept %d: want at least 1", o.RevisionsKept)
+	}
+	return nil
+}
+
+// Scheme is every type the hub controllers read or write.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, v1alpha2.AddToScheme, workv1.Install, clusterv1.Install, clusterv1beta1.Install,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Run runs the hub controllers against the hub cfg reaches until ctx is done.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElection,
+		LeaderElectionID:        "ferry-hub",
+		LeaderElectionNamespace: o.LeaderElectionNS,
+	})
+	if err != nil {
+		return fmt.Errorf("hub manager: %w", err)
+	}
+	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme, RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
