@@ -17,11 +17,8 @@ import (
 // Placement by names, by selector and by an OCM Placement's decisions, limited to clusters that exist.
 func TestTargetClustersFollowThePlacement(t *testing.T) {
 	env := localcluster.StartForTest(t, localcluster.Options{})
-	scheme := newScheme(t)
-	if err := clusterv1.Install(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := clusterv1beta1.Install(scheme); err != nil {
+	scheme, err := hub.Scheme()
+	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(env.Hub.Config, client.Options{Scheme: scheme})

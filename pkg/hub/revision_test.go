@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,23 +22,15 @@ import (
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
-func newScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := v1alpha2.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// startRevisions runs the revision reconciler against a fresh hub and returns a client of that hub.
-func startRevisions(t *testing.T, kept int) client.Client {
+// startManager runs, against a fresh hub, a manager with the controllers register sets up, and returns
+// a client of that hub.
+func startManager(t *testing.T, register func(ctrl.Manager, *runtime.Scheme) error) client.Client {
 	t.Helper()
 	env := localcluster.StartForTest(t, localcluster.Options{})
-	scheme := newScheme(t)
+	scheme, err := hub.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -50,7 +41,7 @@ func startRevisions(t *testing.T, kept int) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&hub.RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme, RevisionsKept: kept}).SetupWithManager(mgr); err != nil {
+	if err := register(mgr, scheme); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,6 +58,13 @@ func startRevisions(t *testing.T, kept int) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// startRevisions runs the revision reconciler against a fresh hub and returns a client of that hub.
+func startRevisions(t *testing.T, kept int) client.Client {
+	return startManager(t, func(mgr ctrl.Manager, scheme *runtime.Scheme) error {
+		return (&hub.RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme, RevisionsKept: kept}).SetupWithManager(mgr)
+	})
 }
 
 func component(image string) *v1alpha2.Component {
