@@ -116,6 +116,9 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if err := KeepEarlierRevisions(mw, works[cluster], rendered); err != nil {
+			return ctrl.Result{}, err
+		}
 		if err := r.sync(ctx, mw, works[cluster]); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -106,3 +106,40 @@ func resourceOf(obj *unstructured.Unstructured, mapper meta.RESTMapper) string {
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
 }
+
+// KeepEarlierRevisions carries into want the workloads of earlier revisions that have stayed in have, the
+// ManifestWork delivered so far, for every component whose traits are revisionEnabled (seed 003): moving
+// to <comp>-v2 adds its workload beside <comp>-v1's instead of replacing it.
+func KeepEarlierRevisions(want, have *workv1.ManifestWork, rendered []RenderedComponent) error {
+	if have == nil {
+		return nil
+	}
+	current := map[string]string{} // component → the revision rendered now, for revision-enabled ones
+	for _, rc := range rendered {
+		if rc.RevisionEnabled {
+			current[rc.ComponentName] = rc.RevisionName
+		}
+	}
+	if len(current) == 0 {
+		return nil
+	}
+	for i, m := range have.Spec.Workload.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := json.Unmarshal(m.Raw, &obj.Object); err != nil {
+			return fmt.Errorf("decode manifest %d of ManifestWork %s/%s: %w", i, have.Namespace, have.Name, err)
+		}
+		labels := obj.GetLabels()
+		rev, ok := current[labels[LabelComponent]]
+		if !ok || labels[LabelResourceType] != ResourceTypeWorkload || labels[LabelRevision] == rev {
+			continue
+		}
+		want.Spec.Workload.Manifests = append(want.Spec.Workload.Manifests, m)
+		for _, cfg := range have.Spec.ManifestConfigs {
+			if cfg.ResourceIdentifier.Name == obj.GetName() && cfg.ResourceIdentifier.Namespace == obj.GetNamespace() &&
+				cfg.ResourceIdentifier.Group == obj.GroupVersionKind().Group {
+				want.Spec.ManifestConfigs = append(want.Spec.ManifestConfigs, cfg)
+			}
+		}
+	}
+	return nil
+}

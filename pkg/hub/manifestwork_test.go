@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -88,5 +89,47 @@ func TestManifestWorkHoldsWorkloadThenTraitsIdentifiedForTheAgent(t *testing.T) 
 	}
 	if len(mw.Spec.ManifestConfigs[1].FeedbackRules) != 0 {
 		t.Errorf("trait has feedback rules %v", mw.Spec.ManifestConfigs[1].FeedbackRules)
+	}
+}
+
+// Seed 003: with a revisionEnabled trait, moving to a new revision keeps the earlier revision's workload
+// in the work beside the new one; without one, the workload is replaced.
+func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t *testing.T) {
+	image := []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}
+	build := func(entry v1alpha2.ApplicationConfigurationComponent) (*workv1.ManifestWork, []RenderedComponent) {
+		app, rendered := renderedShop(t, entry)
+		mw, err := BuildManifestWork(app, "cluster1", rendered, ApplyOnceOff, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mw, rendered
+	}
+	names := func(mw *workv1.ManifestWork) []string {
+		var out []string
+		for _, cfg := range mw.Spec.ManifestConfigs {
+			out = append(out, cfg.ResourceIdentifier.Resource+"/"+cfg.ResourceIdentifier.Name)
+		}
+		return out
+	}
+
+	rollout := []v1alpha2.ComponentTrait{trait("RolloutTrait", `{}`)}
+	v1, _ := build(v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1", ParameterValues: image, Traits: rollout})
+	v2, rendered := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: rollout})
+	if err := KeepEarlierRevisions(v2, v1, rendered); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"deployments/web-v2", "rollouttraits/web-v2-rollouttrait", "deployments/web-v1"}
+	if got := names(v2); strings.Join(got, " ") != strings.Join(want, " ") || len(v2.Spec.Workload.Manifests) != 3 {
+		t.Errorf("work after moving to v2 = %v (%d manifests), want %v", got, len(v2.Spec.Workload.Manifests), want)
+	}
+
+	scaler := []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":2}`)}
+	old, _ := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: scaler})
+	next, rendered := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: scaler})
+	if err := KeepEarlierRevisions(next, old, rendered); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(next); len(got) != 2 {
+		t.Errorf("work without a revision-enabled trait = %v, want only the workload and its trait", got)
 	}
 }

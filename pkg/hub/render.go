@@ -54,6 +54,9 @@ type RenderedComponent struct {
 	TraitStrategies  []v1alpha2.UpdateStrategy
 	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002).
 	PatchTraits []*unstructured.Unstructured
+	// RevisionEnabled is set when a trait's definition is revisionEnabled: every revision gets a
+	// workload of its own, and those of earlier revisions stay for the trait (a rollout) to retire.
+	RevisionEnabled bool
 }
 
 // RenderError is an AppConfig that cannot be rendered as written; nothing of it should be delivered.
@@ -121,6 +124,7 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 				Message: fmt.Sprintf("traits[%d] (%s %s): %v", i, trait.GetAPIVersion(), trait.GetKind(), err)}
 		}
 		perRevision = perRevision || def.Spec.RevisionEnabled
+		rc.RevisionEnabled = rc.RevisionEnabled || def.Spec.RevisionEnabled
 		traits = append(traits, trait)
 		defs = append(defs, def)
 	}
