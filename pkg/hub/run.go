@@ -56,6 +56,14 @@ func Scheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// SetupWithManager registers the hub controllers with mgr, whose scheme must hold Scheme's types.
+func SetupWithManager(mgr ctrl.Manager, o Options) error {
+	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly}).SetupWithManager(mgr)
+}
+
 // Run runs the hub controllers against the hub cfg reaches until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	scheme, err := Scheme()
@@ -73,10 +81,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return fmt.Errorf("hub manager: %w", err)
 	}
-	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme, RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly}).SetupWithManager(mgr); err != nil {
+	if err := SetupWithManager(mgr, o); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
