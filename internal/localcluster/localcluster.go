@@ -23,6 +23,11 @@ type ClusterSpec struct {
 	// ControllerManager runs kube-controller-manager against the cluster, for tests that depend on
 	// built-in controllers (garbage collection, namespace deletion, workload status).
 	ControllerManager bool
+	// CRDs are installed on the cluster besides the hub's or the spoke's own, before its controller
+	// manager starts: the garbage collector then handles their objects from the start, while it
+	// notices kinds added later only at its next discovery resync (every 30s), and until then leaves
+	// their foreground deletions hanging.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // Options configures Start.
@@ -114,7 +119,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 				crds = hubCRDs
 			}
 			// envtest installs the CRDs it is given into its own list; give each cluster its own copies.
-			clusters[i], errs[i] = startCluster(ctx, spec, i == 0, binDir, filepath.Join(dir, spec.Name), deepCopyCRDs(crds))
+			clusters[i], errs[i] = startCluster(ctx, spec, i == 0, binDir, filepath.Join(dir, spec.Name), append(deepCopyCRDs(crds), deepCopyCRDs(spec.CRDs)...))
 		}()
 	}
 	wg.Wait()

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -17,6 +18,9 @@ type Shared struct {
 	once sync.Once
 	env  *Environment
 	err  error
+
+	mu         sync.Mutex
+	beforeStop []func() error
 }
 
 // Get returns the environment, starting it on first use; it fails t if it cannot start.
@@ -31,12 +35,29 @@ func (s *Shared) Get(t testing.TB) *Environment {
 	return s.env
 }
 
-// Stop stops the environment if it was started.
+// BeforeStop registers f to run when the environment stops, before its clusters do: for what a
+// package runs against the shared clusters for all its tests (agents, controllers), which has to end
+// while the clusters still serve. Functions run last registered first; their errors fail the run.
+func (s *Shared) BeforeStop(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeStop = append(s.beforeStop, f)
+}
+
+// Stop runs the BeforeStop functions, then stops the environment if it was started.
 func (s *Shared) Stop() error {
-	if s.env == nil {
-		return nil
+	s.mu.Lock()
+	fs := s.beforeStop
+	s.beforeStop = nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(fs) - 1; i >= 0; i-- {
+		errs = append(errs, fs[i]())
 	}
-	return s.env.Stop()
+	if s.env != nil {
+		errs = append(errs, s.env.Stop())
+	}
+	return errors.Join(errs...)
 }
 
 // RunShared is TestMain for a package whose tests share s: it runs the tests, stops s, and returns

@@ -2,171 +2,291 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
-// startHub runs the hub controllers against a fresh hub and returns a client of it.
-func startHub(t *testing.T) client.Client {
-	return startManager(t, func(mgr ctrl.Manager, scheme *runtime.Scheme) error {
-		if err := (&hub.RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme}).SetupWithManager(mgr); err != nil {
-			return err
-		}
-		return (&hub.AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: hub.ApplyOnceOff}).SetupWithManager(mgr)
-	})
-}
-
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
+// shopEntry is component web with image nginx:2 and a ScalerTrait: on a spoke, the Deployment web and
+// the ScalerTrait web-scalertrait.
+func shopEntry() v1alpha2.ApplicationConfigurationComponent {
+	return v1alpha2.ApplicationConfigurationComponent{
+		ComponentName:   "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{param("image", `"nginx:2"`)},
+		Traits:          []v1alpha2.ComponentTrait{traitOf(scalerTraitGVK, `{"replicaCount":2}`)},
 	}
 }
 
-func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := c.Create(t.Context(), o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
+// waitShopOn waits until the shop's Deployment (image nginx:2) and trait are on the cluster, and
+// returns their UIDs.
+func (f *fixture) waitShopOn(cluster, image string) (deployment, trait types.UID) {
+	f.t.Helper()
+	d := f.waitImage(cluster, "web", image)
+	tr := f.waitSpokeObject(cluster, scalerTraitGVK, "web-scalertrait", "points at the Deployment web",
+		func(u *unstructured.Unstructured) bool { return workloadRefName(u) == "web" })
+	return d.UID, tr.GetUID()
 }
 
+// waitShopGone waits until the shop's objects are removed from the cluster.
+func (f *fixture) waitShopGone(cluster string) {
+	f.t.Helper()
+	f.waitSpokeGone(cluster, appsv1.SchemeGroupVersion.WithKind("Deployment"), "web")
+	f.waitSpokeGone(cluster, scalerTraitGVK, "web-scalertrait")
+}
+
+// Placement by a ManagedCluster label selector: the AppConfig reaches the spokes of the clusters it
+// selects and reports what their agents did; relabelling a cluster moves it (the ManifestWork of the
+// cluster that left is deleted and its objects removed from that spoke; the cluster that joined gets
+// them); deleting the AppConfig removes it everywhere.
 func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
-	c := startHub(t)
-	for _, name := range []string{"cluster1", "cluster2"} {
-		mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
-			&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"env": "prod"}}})
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	key := "ferry.io/test-" + f.ns
+	for _, c := range clusters {
+		f.labelCluster(c, key, "prod")
 	}
-	comp := component("nginx:1")
-	comp.Spec.Parameters = []v1alpha2.ComponentParameter{{Name: "image", FieldPaths: []string{"spec.template.spec.containers[0].image"}, Required: true}}
-	mustCreate(t, c, comp, &v1alpha2.TraitDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "manualscalertraits.core.oam.dev"},
-		Spec:       v1alpha2.TraitDefinitionSpec{Reference: v1alpha2.DefinitionReference{Name: "manualscalertraits.core.oam.dev"}, WorkloadRefPath: "spec.workloadRef"},
-	})
-	app := &v1alpha2.ApplicationConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"},
-		Spec: v1alpha2.ApplicationConfigurationSpec{
-			Placement: &v1alpha2.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
-			Components: []v1alpha2.ApplicationConfigurationComponent{{
-				ComponentName:   "web",
-				ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: runtime.RawExtension{Raw: []byte(`"nginx:2"`)}}},
-				Traits: []v1alpha2.ComponentTrait{{Trait: runtime.RawExtension{Raw: []byte(
-					`{"apiVersion":"core.oam.dev/v1alpha2","kind":"ManualScalerTrait","spec":{"replicaCount":2}}`)}}},
-			}},
-		},
-	}
-	mustCreate(t, c, app)
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.createApp(f.appConfig("shop", &v1alpha2.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: "prod"}}}, shopEntry()))
 
-	work := func(cluster string) (*workv1.ManifestWork, error) {
-		mw := &workv1.ManifestWork{}
-		err := c.Get(t.Context(), client.ObjectKey{Namespace: cluster, Name: "default.shop"}, mw)
-		return mw, err
+	for _, c := range clusters {
+		mw := f.waitWork(c, "shop", "the workload and its trait", func(mw *workv1.ManifestWork) bool { return len(mw.Spec.Workload.Manifests) == 2 })
+		if mw.Labels[hub.LabelAppConfigNamespace] != f.ns || mw.Labels[hub.LabelAppConfigName] != "shop" {
+			t.Errorf("ManifestWork on %s labelled %v", c, mw.Labels)
+		}
+		f.waitShopOn(c, "nginx:2")
 	}
-	eventually(t, "a ManifestWork in each cluster", func(context.Context) (bool, error) {
-		for _, cl := range []string{"cluster1", "cluster2"} {
-			mw, err := work(cl)
-			if err != nil || len(mw.Spec.Workload.Manifests) != 2 {
-				return false, nil
+	app := f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	if len(app.Status.Workloads) != 1 || app.Status.Workloads[0].ComponentRevisionName != "web-v1" {
+		t.Errorf("workloads = %+v, want web at web-v1", app.Status.Workloads)
+	}
+
+	// cluster2 leaves the placement: its ManifestWork goes, and so do its objects on cluster2.
+	uid1, _ := f.waitShopOn("cluster1", "nginx:2")
+	f.labelCluster("cluster2", key, "dev")
+	f.waitWorkGone("cluster2", "shop")
+	f.waitShopGone("cluster2")
+	f.waitApp("shop", "delivered to cluster1 only", deliveredTo("cluster1"))
+	if uid, _ := f.waitShopOn("cluster1", "nginx:2"); uid != uid1 {
+		t.Errorf("the Deployment on cluster1 was re-created when cluster2 left")
+	}
+
+	// cluster2 joins and cluster1 leaves: the application moves.
+	f.labelCluster("cluster2", key, "prod")
+	f.labelCluster("cluster1", key, "dev")
+	f.waitShopOn("cluster2", "nginx:2")
+	f.waitWorkGone("cluster1", "shop")
+	f.waitShopGone("cluster1")
+	f.waitApp("shop", "delivered to cluster2 only", deliveredTo("cluster2"))
+
+	// Deleting the AppConfig deletes its ManifestWorks, then the AppConfig goes; the agents remove
+	// the objects.
+	f.deleteApp("shop")
+	f.waitShopGone("cluster2")
+}
+
+// Seed 000's status side and the user's view: per cluster, each workload and trait shows Applied and
+// Available, within seconds of the agents reporting on their ManifestWorks.
+func TestAppConfigStatusShowsEachManifestSoonAfterTheAgentsReport(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.waitLatest("web", "web-v1")
+	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
+
+	// Poll the works and the AppConfig together: when did each work show Applied, and when did the
+	// AppConfig show it?
+	workSeen, appSeen, transition := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	var last *v1alpha2.ApplicationConfiguration
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, c := range clusters {
+			if _, ok := workSeen[c]; ok {
+				continue
+			}
+			if mw, err := f.work(ctx, c, "shop"); err == nil && workApplied(mw) {
+				workSeen[c] = time.Now()
+				for _, typ := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
+					if lt := findCondition(mw.Status.Conditions, typ).LastTransitionTime.Time; lt.After(transition[c]) {
+						transition[c] = lt
+					}
+				}
 			}
 		}
-		return true, nil
-	})
-
-	// An agent reports on cluster1: the AppConfig sees it.
-	mw, _ := work("cluster1")
-	for _, typ := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-		meta.SetStatusCondition(&mw.Status.Conditions, metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: "Test", ObservedGeneration: mw.Generation})
-	}
-	if err := c.Status().Update(t.Context(), mw); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "status folded back", func(ctx context.Context) (bool, error) {
-		got := &v1alpha2.ApplicationConfiguration{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
-			return false, err
+		app, err := f.app(ctx, "shop")
+		if err != nil {
+			return false, nil
 		}
-		s := got.Status
-		return s.Summary != nil && s.Summary.Applied == "1/2" && len(s.Workloads) == 1 &&
-			s.Workloads[0].ComponentRevisionName == "web-v1" && meta.IsStatusConditionTrue(s.Conditions, hub.ConditionReady), nil
+		last = app
+		for _, c := range clusters {
+			if _, ok := appSeen[c]; !ok && showsShop(app, f.ns, c) {
+				appSeen[c] = time.Now()
+			}
+		}
+		return len(workSeen) == len(clusters) && len(appSeen) == len(clusters), nil
 	})
+	if err != nil {
+		t.Fatalf("works applied at %v, AppConfig showing them at %v: %v; AppConfig status: %+v", workSeen, appSeen, err, last.Status)
+	}
+	const bound = 5 * time.Second
+	for _, c := range clusters {
+		delay := max(0, appSeen[c].Sub(workSeen[c]))
+		// lastTransitionTime is truncated to the second: this overestimates the delay by up to 1s.
+		sinceTransition := appSeen[c].Sub(transition[c])
+		t.Logf("%s: the AppConfig showed the agent's report %v after the work did, at most %v after the agent reported it (lastTransitionTime)", c, delay, sinceTransition)
+		if delay > bound || sinceTransition > bound {
+			t.Errorf("%s: the AppConfig showed the agent's report %v after the work did, %v after the work's lastTransitionTime; want below %v", c, delay, sinceTransition, bound)
+		}
+	}
+	if !deliveredTo(clusters...)(last) {
+		t.Errorf("AppConfig status = %+v, want Ready and 2/2 applied and available", last.Status)
+	}
+}
 
-	// cluster2 leaves the placement: its ManifestWork goes.
-	mc := &clusterv1.ManagedCluster{}
-	if err := c.Get(t.Context(), client.ObjectKey{Name: "cluster2"}, mc); err != nil {
-		t.Fatal(err)
+// showsShop reports whether the AppConfig's status shows, for the cluster, the Deployment web and the
+// ScalerTrait web-scalertrait Applied and Available, and the cluster as a whole so.
+func showsShop(app *v1alpha2.ApplicationConfiguration, ns, cluster string) bool {
+	cs := clusterStatus(app, cluster)
+	if cs == nil || cs.Applied != metav1.ConditionTrue || cs.Available != metav1.ConditionTrue || cs.ManifestWork != ns+".shop" || len(cs.Manifests) != 2 {
+		return false
 	}
-	mc.Labels["env"] = "dev"
-	if err := c.Update(t.Context(), mc); err != nil {
-		t.Fatal(err)
+	for _, want := range []v1alpha2.ManifestStatus{
+		{Ordinal: 0, APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Namespace: ns},
+		{Ordinal: 1, APIVersion: scalerTraitGVK.GroupVersion().String(), Kind: scalerTraitGVK.Kind, Name: "web-scalertrait", Namespace: ns},
+	} {
+		m := manifestStatus(app, cluster, want.Kind, want.Name)
+		if m == nil || m.Ordinal != want.Ordinal || m.APIVersion != want.APIVersion || m.Namespace != want.Namespace ||
+			m.Applied != metav1.ConditionTrue || m.Available != metav1.ConditionTrue {
+			return false
+		}
 	}
-	eventually(t, "cluster2's ManifestWork deleted", func(context.Context) (bool, error) {
-		_, err := work("cluster2")
-		return apierrors.IsNotFound(err), nil
-	})
+	return true
+}
 
-	// Deleting the AppConfig deletes its ManifestWorks, then the AppConfig goes.
-	if err := c.Delete(t.Context(), app); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "AppConfig and its ManifestWorks gone", func(ctx context.Context) (bool, error) {
-		_, err1 := work("cluster1")
-		err2 := c.Get(ctx, client.ObjectKeyFromObject(app), &v1alpha2.ApplicationConfiguration{})
-		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), nil
-	})
+// badEntries are component entries that cannot be rendered, with the reason of the Ready condition
+// they get and a word its message must say.
+var badEntries = []struct {
+	name, reason, says string
+	entry              v1alpha2.ApplicationConfigurationComponent
+}{
+	{"missing-component", "ComponentNotFound", "nope", v1alpha2.ApplicationConfigurationComponent{ComponentName: "nope"}},
+	{"unknown-parameter", "UnknownParameter", "colour", v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{param("colour", `"red"`)}}},
+	{"missing-trait-definition", "TraitDefinitionNotFound", "Mystery", v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		Traits: []v1alpha2.ComponentTrait{{Trait: runtime.RawExtension{Raw: []byte(`{"apiVersion":"example.com/v1","kind":"Mystery","spec":{}}`)}}}}},
 }
 
 // Bad input: a clear condition on the AppConfig, and nothing delivered.
 func TestAppConfigThatCannotBeRenderedDeliversNothing(t *testing.T) {
-	c := startHub(t)
-	mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}},
-		&clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}})
-	comp := component("nginx:1")
-	mustCreate(t, c, comp)
-	for name, entry := range map[string]v1alpha2.ApplicationConfigurationComponent{
-		"missing-component": {ComponentName: "nope"},
-		"unknown-parameter": {ComponentName: "web", ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "colour", Value: runtime.RawExtension{Raw: []byte(`"red"`)}}}},
-		"missing-trait-definition": {ComponentName: "web", Traits: []v1alpha2.ComponentTrait{{Trait: runtime.RawExtension{Raw: []byte(
-			`{"apiVersion":"example.com/v1","kind":"Mystery","spec":{}}`)}}}},
-	} {
-		mustCreate(t, c, &v1alpha2.ApplicationConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1alpha2.ApplicationConfigurationSpec{Placement: &v1alpha2.Placement{Clusters: []string{"cluster1"}},
-				Components: []v1alpha2.ApplicationConfigurationComponent{entry}},
-		})
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.waitLatest("web", "web-v1")
+	for _, bad := range badEntries {
+		f.createApp(f.appConfig(bad.name, onClusters(clusters...), bad.entry))
 	}
-	want := map[string]string{"missing-component": "ComponentNotFound", "unknown-parameter": "UnknownParameter", "missing-trait-definition": "TraitDefinitionNotFound"}
-	for name, reason := range want {
-		eventually(t, name+" reports "+reason, func(ctx context.Context) (bool, error) {
-			got := &v1alpha2.ApplicationConfiguration{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, got); err != nil {
+	for _, bad := range badEntries {
+		app := f.waitApp(bad.name, "Ready=False, reason "+bad.reason, notReadyBecause(bad.reason))
+		if msg := ready(app).Message; !strings.Contains(msg, bad.says) {
+			t.Errorf("%s: Ready message %q does not name %q", bad.name, msg, bad.says)
+		}
+	}
+	f.consistently("no ManifestWork and nothing on the spokes", 500*time.Millisecond, func(ctx context.Context) (bool, error) {
+		works := &workv1.ManifestWorkList{}
+		if err := f.hub.List(ctx, works, client.MatchingLabels{hub.LabelAppConfigNamespace: f.ns}); err != nil {
+			return false, err
+		}
+		if len(works.Items) != 0 {
+			return false, fmt.Errorf("%d ManifestWorks delivered for AppConfigs that cannot be rendered", len(works.Items))
+		}
+		for _, c := range clusters {
+			deployments := &appsv1.DeploymentList{}
+			if err := f.spokes[c].List(ctx, deployments, client.InNamespace(f.ns)); err != nil {
 				return false, err
 			}
-			cond := meta.FindStatusCondition(got.Status.Conditions, hub.ConditionReady)
-			return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message != "", nil
+			if len(deployments.Items) != 0 {
+				return false, fmt.Errorf("%d Deployments on %s", len(deployments.Items), c)
+			}
+		}
+		return true, nil
+	})
+}
+
+// An AppConfig that was delivered and is then edited into bad input says so, and keeps what it
+// delivered: its ManifestWorks stay as they were and its objects stay on the spokes, untouched. Fixed,
+// it is delivered again.
+func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.waitLatest("web", "web-v1")
+	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
+	f.waitApp("shop", "delivered", deliveredTo(clusters...))
+	type delivered struct {
+		workGen        int64
+		deployment, tr types.UID
+	}
+	before := map[string]delivered{}
+	for _, c := range clusters {
+		d, tr := f.waitShopOn(c, "nginx:2")
+		mw, err := f.work(t.Context(), c, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[c] = delivered{mw.Generation, d, tr}
+	}
+
+	for _, bad := range badEntries {
+		f.updateApp("shop", func(app *v1alpha2.ApplicationConfiguration) {
+			app.Spec.Components = []v1alpha2.ApplicationConfigurationComponent{bad.entry}
+		})
+		app := f.waitApp("shop", bad.name+": Ready=False, reason "+bad.reason, notReadyBecause(bad.reason))
+		if !slices.Equal(statusClusters(app), clusters) {
+			t.Errorf("%s: status names clusters %v, want the ones still delivered to, %v", bad.name, statusClusters(app), clusters)
+		}
+		f.consistently(bad.name+": ManifestWorks and spoke objects untouched", time.Second, func(ctx context.Context) (bool, error) {
+			for _, c := range clusters {
+				mw, err := f.work(ctx, c, "shop")
+				if err != nil || mw.DeletionTimestamp != nil || mw.Generation != before[c].workGen {
+					return false, fmt.Errorf("ManifestWork on %s changed: %v (error %v)", c, mw.ObjectMeta, err)
+				}
+				d, err := f.deployment(ctx, c, "web")
+				if err != nil || d.UID != before[c].deployment || d.DeletionTimestamp != nil || image(d) != "nginx:2" {
+					return false, fmt.Errorf("Deployment web on %s changed: image %s, deleting %v (error %v)", c, image(d), d.DeletionTimestamp != nil, err)
+				}
+				tr, err := f.spokeObject(ctx, c, scalerTraitGVK, "web-scalertrait")
+				if err != nil || tr.GetUID() != before[c].tr || tr.GetDeletionTimestamp() != nil {
+					return false, fmt.Errorf("trait on %s changed (error %v)", c, err)
+				}
+			}
+			return true, nil
 		})
 	}
-	works := &workv1.ManifestWorkList{}
-	if err := c.List(t.Context(), works, client.InNamespace("cluster1")); err != nil {
-		t.Fatal(err)
-	}
-	if len(works.Items) != 0 {
-		t.Errorf("%d ManifestWorks delivered for AppConfigs that cannot be rendered", len(works.Items))
+
+	// Fixed (with a new image), it is delivered again: the same objects, updated.
+	f.updateApp("shop", func(app *v1alpha2.ApplicationConfiguration) {
+		entry := shopEntry()
+		entry.ParameterValues = []v1alpha2.ComponentParameterValue{param("image", `"nginx:3"`)}
+		app.Spec.Components = []v1alpha2.ApplicationConfigurationComponent{entry}
+	})
+	f.waitApp("shop", "delivered again", deliveredTo(clusters...))
+	for _, c := range clusters {
+		if d, _ := f.waitShopOn(c, "nginx:3"); d != before[c].deployment {
+			t.Errorf("the Deployment on %s was re-created, not updated", c)
+		}
 	}
 }

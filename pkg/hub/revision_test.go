@@ -2,179 +2,187 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
-// startManager runs, against a fresh hub, a manager with the controllers register sets up, and returns
-// a client of that hub.
-func startManager(t *testing.T, register func(ctrl.Manager, *runtime.Scheme) error) client.Client {
-	t.Helper()
-	env := localcluster.StartForTest(t, localcluster.Options{})
-	scheme, err := hub.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Each test runs the same controllers in a manager of its own.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := register(mgr, scheme); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	c, err := client.New(env.Hub.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// startRevisions runs the revision reconciler against a fresh hub and returns a client of that hub.
-func startRevisions(t *testing.T, kept int) client.Client {
-	return startManager(t, func(mgr ctrl.Manager, scheme *runtime.Scheme) error {
-		return (&hub.RevisionReconciler{Client: mgr.GetClient(), Scheme: scheme, RevisionsKept: kept}).SetupWithManager(mgr)
-	})
-}
-
-func component(image string) *v1alpha2.Component {
-	return &v1alpha2.Component{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: v1alpha2.ComponentSpec{Workload: runtime.RawExtension{Raw: []byte(
-			`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{"containers":[{"name":"web","image":"` + image + `"}]}}}}`)}},
-	}
-}
-
 // waitLatest polls until the component's status names latest, and returns its revisions' names.
-func waitLatest(t *testing.T, c client.Client, latest string) []string {
-	t.Helper()
+func (f *fixture) waitLatest(component, latest string) []string {
+	f.t.Helper()
 	var names []string
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	f.eventually("latest revision "+latest+" of "+component, func(ctx context.Context) (bool, error) {
 		comp := &v1alpha2.Component{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, comp); err != nil {
+		if err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: component}, comp); err != nil {
 			return false, err
 		}
-		revs := &appsv1.ControllerRevisionList{}
-		if err := c.List(ctx, revs, client.InNamespace("default"), client.MatchingLabels{hub.ComponentLabel: "web"}); err != nil {
+		var err error
+		if names, err = f.revisions(ctx, component); err != nil {
 			return false, err
 		}
-		names = names[:0]
-		for _, r := range revs.Items {
-			names = append(names, r.Name)
-		}
-		slices.Sort(names)
 		s := comp.Status.LatestRevision
 		return s != nil && s.Name == latest && comp.Status.ObservedGeneration == comp.Generation && slices.Contains(names, latest), nil
 	})
-	if err != nil {
-		t.Fatalf("latest revision %s: %v (revisions %v)", latest, err, names)
-	}
 	return names
 }
 
-func update(t *testing.T, c client.Client, fn func(*v1alpha2.Component)) {
-	t.Helper()
-	comp := &v1alpha2.Component{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web"}, comp); err != nil {
-		t.Fatal(err)
+// revisions lists the names of a component's revisions, sorted.
+func (f *fixture) revisions(ctx context.Context, component string) ([]string, error) {
+	revs := &appsv1.ControllerRevisionList{}
+	if err := f.hub.List(ctx, revs, client.InNamespace(f.ns), client.MatchingLabels{hub.ComponentLabel: component}); err != nil {
+		return nil, err
 	}
-	fn(comp)
-	if err := c.Update(t.Context(), comp); err != nil {
-		t.Fatal(err)
+	var names []string
+	for _, r := range revs.Items {
+		names = append(names, r.Name)
 	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// setImage changes the image of a component made by webComponent.
+func (f *fixture) setImage(component, image string) {
+	f.t.Helper()
+	f.updateComponent(component, func(comp *v1alpha2.Component) { comp.Spec.Workload = deploymentWorkload(component, image) })
 }
 
 // Seed 003: each change of a Component's spec is a new revision <component>-vN; a change that leaves
 // the spec alone makes none.
 func TestEveryComponentSpecChangeIsANewRevision(t *testing.T) {
-	c := startRevisions(t, 10)
-	if err := c.Create(t.Context(), component("nginx:1")); err != nil {
-		t.Fatal(err)
-	}
-	if got := waitLatest(t, c, "web-v1"); !slices.Equal(got, []string{"web-v1"}) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	comp := f.webComponent("web", "nginx:1")
+	f.mustCreate(f.hub, comp)
+	if got := f.waitLatest("web", "web-v1"); !slices.Equal(got, []string{"web-v1"}) {
 		t.Fatalf("revisions = %v, want [web-v1]", got)
 	}
 	rev := &appsv1.ControllerRevision{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web-v1"}, rev); err != nil {
+	if err := f.hub.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: "web-v1"}, rev); err != nil {
 		t.Fatal(err)
 	}
-	if rev.Revision != 1 || !isControlledBy(rev, ownerUID(t, c).UID) {
+	if err := f.hub.Get(t.Context(), client.ObjectKeyFromObject(comp), comp); err != nil {
+		t.Fatal(err)
+	}
+	if rev.Revision != 1 || !isControlledBy(rev, comp.UID) {
 		t.Errorf("web-v1: revision %d, owners %v; want 1, controlled by the component", rev.Revision, rev.OwnerReferences)
 	}
 
-	update(t, c, func(comp *v1alpha2.Component) { comp.Labels = map[string]string{"team": "web"} })
-	update(t, c, func(comp *v1alpha2.Component) { comp.Spec = component("nginx:2").Spec })
-	if got := waitLatest(t, c, "web-v2"); !slices.Equal(got, []string{"web-v1", "web-v2"}) {
+	f.updateComponent("web", func(comp *v1alpha2.Component) { comp.Labels = map[string]string{"team": "web"} })
+	f.setImage("web", "nginx:2")
+	if got := f.waitLatest("web", "web-v2"); !slices.Equal(got, []string{"web-v1", "web-v2"}) {
 		t.Fatalf("revisions = %v, want [web-v1 web-v2] (a label change makes none)", got)
 	}
 }
 
 // Old revisions beyond the limit go, except the latest and those an AppConfig pins.
 func TestOldRevisionsArePrunedUnlessPinned(t *testing.T) {
-	c := startRevisions(t, 1)
-	if err := c.Create(t.Context(), component("nginx:1")); err != nil {
-		t.Fatal(err)
-	}
-	waitLatest(t, c, "web-v1")
-	app := &v1alpha2.ApplicationConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "pinned", Namespace: "default"},
-		Spec:       v1alpha2.ApplicationConfigurationSpec{Components: []v1alpha2.ApplicationConfigurationComponent{{RevisionName: "web-v1"}}},
-	}
-	if err := c.Create(t.Context(), app); err != nil {
-		t.Fatal(err)
-	}
+	f := setup(t)
+	f.startHub(hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: 1})
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.waitLatest("web", "web-v1")
+	f.createApp(f.appConfig("pinned", nil, v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1"}))
 	for i, image := range []string{"nginx:2", "nginx:3", "nginx:4"} {
-		update(t, c, func(comp *v1alpha2.Component) { comp.Spec = component(image).Spec })
-		waitLatest(t, c, hub.RevisionName("web", int64(i+2)))
+		f.setImage("web", image)
+		f.waitLatest("web", hub.RevisionName("web", int64(i+2)))
 	}
 	// Kept: the latest (v4), one more (v3), and v1, pinned.
-	if got := waitLatest(t, c, "web-v4"); !slices.Equal(got, []string{"web-v1", "web-v3", "web-v4"}) {
-		t.Errorf("revisions = %v, want [web-v1 web-v3 web-v4]", got)
-	}
-}
-
-func ownerUID(t *testing.T, c client.Client) metav1.ObjectMeta {
-	t.Helper()
-	comp := &v1alpha2.Component{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web"}, comp); err != nil {
-		t.Fatal(err)
-	}
-	return comp.ObjectMeta
+	var got []string
+	f.eventually("revisions pruned to [web-v1 web-v3 web-v4]", func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = f.revisions(ctx, "web")
+		return slices.Equal(got, []string{"web-v1", "web-v3", "web-v4"}), err
+	})
 }
 
 func isControlledBy(rev *appsv1.ControllerRevision, uid types.UID) bool {
 	ref := metav1.GetControllerOf(rev)
 	return ref != nil && ref.UID == uid
+}
+
+// Seed 003, on the spokes: editing a Component makes <comp>-v2. An AppConfig that names the component
+// moves to it (its workload gets the new spec on both spokes); one pinned to <comp>-v1 stays there;
+// with a revision-enabled trait, the v1 and v2 workloads both run and the trait points at v2.
+func TestComponentRevisionsReachTheSpokes(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"), f.webComponent("canary", "nginx:1"))
+	f.waitLatest("web", "web-v1")
+	f.waitLatest("canary", "canary-v1")
+	both := onClusters(clusters...)
+	f.createApp(f.appConfig("follow", both, v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"}))
+	f.createApp(f.appConfig("pinned", both, v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1"}))
+	f.createApp(f.appConfig("rollout", both, v1alpha2.ApplicationConfigurationComponent{ComponentName: "canary",
+		Traits: []v1alpha2.ComponentTrait{traitOf(rolloutTraitGVK, `{"batch":1}`)}}))
+	for _, app := range []string{"follow", "pinned", "rollout"} {
+		f.waitApp(app, "delivered to both clusters", deliveredTo(clusters...))
+	}
+	for _, c := range clusters {
+		f.waitImage(c, "web", "nginx:1")
+		f.waitImage(c, "web-v1", "nginx:1")
+		f.waitImage(c, "canary-v1", "nginx:1")
+		f.waitSpokeObject(c, rolloutTraitGVK, "canary-v1-rollouttrait", "points at canary-v1",
+			func(u *unstructured.Unstructured) bool { return workloadRefName(u) == "canary-v1" })
+	}
+
+	f.setImage("web", "nginx:2")
+	f.setImage("canary", "nginx:2")
+	if got := f.waitLatest("web", "web-v2"); !slices.Equal(got, []string{"web-v1", "web-v2"}) {
+		t.Errorf("revisions of web = %v, want [web-v1 web-v2]", got)
+	}
+	f.waitLatest("canary", "canary-v2")
+
+	for _, c := range clusters {
+		// Following the component: the one workload gets v2's spec.
+		d := f.waitImage(c, "web", "nginx:2")
+		if d.Labels[hub.LabelRevision] != "web-v2" {
+			t.Errorf("%s: workload web has revision label %q, want web-v2", c, d.Labels[hub.LabelRevision])
+		}
+		// Revision-enabled: a workload per revision, and the trait points at the newest.
+		f.waitImage(c, "canary-v2", "nginx:2")
+		f.eventually("one RolloutTrait of canary on "+c+", pointing at canary-v2", func(ctx context.Context) (bool, error) {
+			traits := &unstructured.UnstructuredList{}
+			traits.SetGroupVersionKind(rolloutTraitGVK.GroupVersion().WithKind(rolloutTraitGVK.Kind + "List"))
+			if err := f.spokes[c].List(ctx, traits, client.InNamespace(f.ns), client.MatchingLabels{hub.LabelComponent: "canary"}); err != nil {
+				return false, err
+			}
+			return len(traits.Items) == 1 && workloadRefName(&traits.Items[0]) == "canary-v2", nil
+		})
+	}
+	// The earlier revision's workload stays beside it, with v1's spec, and so does the pinned one.
+	f.consistently("web-v1 and canary-v1 stay on v1 on both spokes", time.Second, func(ctx context.Context) (bool, error) {
+		for _, c := range clusters {
+			for _, name := range []string{"web-v1", "canary-v1"} {
+				d, err := f.deployment(ctx, c, name)
+				if err != nil || image(d) != "nginx:1" || d.DeletionTimestamp != nil {
+					return false, fmt.Errorf("%s on %s: image %s, deleting %v, error %v", name, c, image(d), d.DeletionTimestamp != nil, err)
+				}
+			}
+		}
+		return true, nil
+	})
+	for _, c := range clusters {
+		if _, err := f.deployment(t.Context(), c, "web-v2"); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a web-v2 workload exists (%v): only revision-enabled traits make one per revision", c, err)
+		}
+	}
+	app := f.waitApp("follow", "status names web-v2", func(app *v1alpha2.ApplicationConfiguration) bool {
+		return isReady(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == "web-v2"
+	})
+	if ref := app.Status.Workloads[0].Reference; ref.Name != "web" || ref.Kind != "Deployment" {
+		t.Errorf("follow's workload = %+v, want the Deployment web", ref)
+	}
+	f.waitApp("pinned", "status still names web-v1", func(app *v1alpha2.ApplicationConfiguration) bool {
+		return isReady(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == "web-v1"
+	})
 }

@@ -1,0 +1,766 @@
+package hub_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
+)
+
+// The hub and the two managed clusters the package's integration tests share, started by the first
+// test that needs them. Both spokes run kube-controller-manager: the agent deletes with foreground
+// propagation, which needs the garbage collector. Each spoke has a real agent for the whole package,
+// with a hub credential scoped to its cluster namespace as in production. The hub controllers are not
+// shared: a test runs its own manager (startHub) with the options it is about; tests are not parallel,
+// so one runs at a time. Every test works in a namespace of its own, which exists on the hub and on
+// both spokes, and deletes its AppConfigs, waiting for their ManifestWorks to go, before the next one.
+// The trait kinds the tests use are served everywhere from the start (see ClusterSpec.CRDs).
+var shared = &localcluster.Shared{Options: localcluster.Options{
+	Hub: localcluster.ClusterSpec{Name: "hub", CRDs: traitCRDs()},
+	Spokes: []localcluster.ClusterSpec{
+		{Name: "cluster1", ControllerManager: true, CRDs: traitCRDs()},
+		{Name: "cluster2", ControllerManager: true, CRDs: traitCRDs()},
+	},
+}}
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(testLog("hub"))
+	os.Exit(localcluster.RunShared(m, shared))
+}
+
+// clusters are the managed clusters, registered on the hub as ManagedClusters of these names.
+var clusters = []string{"cluster1", "cluster2"}
+
+// testLog is a logger for what runs for the whole package (agents, hub managers): set
+// FERRY_TEST_LOG=1 to see their logs on stderr.
+func testLog(name string) logr.Logger {
+	if os.Getenv("FERRY_TEST_LOG") == "" {
+		return logr.Discard()
+	}
+	return funcr.New(func(prefix, args string) {
+		fmt.Fprintln(os.Stderr, time.Now().Format("15:04:05.000"), prefix, args)
+	}, funcr.Options{}).WithName(name)
+}
+
+// The trait kinds the tests use, served on the hub and on both spokes: ScalerTrait points at its
+// workload; RolloutTrait does too and is revision-enabled (seed 003).
+const traitGroup = "example.ferry.io"
+
+var (
+	scalerTraitGVK  = schema.GroupVersionKind{Group: traitGroup, Version: "v1", Kind: "ScalerTrait"}
+	rolloutTraitGVK = schema.GroupVersionKind{Group: traitGroup, Version: "v1", Kind: "RolloutTrait"}
+)
+
+func traitCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, gvk := range []schema.GroupVersionKind{scalerTraitGVK, rolloutTraitGVK} {
+		singular := strings.ToLower(gvk.Kind)
+		out = append(out, &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: singular + "s." + gvk.Group},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: gvk.Group,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: gvk.Kind, ListKind: gvk.Kind + "List", Plural: singular + "s", Singular: singular},
+				Scope: apiextensionsv1.NamespaceScoped,
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: gvk.Version, Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type:       "object",
+						Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", XPreserveUnknownFields: ptr.To(true)}},
+					}},
+				}},
+			},
+		})
+	}
+	return out
+}
+
+func traitDefinitions() []*v1alpha2.TraitDefinition {
+	return []*v1alpha2.TraitDefinition{
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "scalertraits." + traitGroup},
+			Spec:       v1alpha2.TraitDefinitionSpec{Reference: v1alpha2.DefinitionReference{Name: "scalertraits." + traitGroup}, WorkloadRefPath: "spec.workloadRef"},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Name: "rollouttraits." + traitGroup},
+			Spec: v1alpha2.TraitDefinitionSpec{Reference: v1alpha2.DefinitionReference{Name: "rollouttraits." + traitGroup},
+				RevisionEnabled: true, WorkloadRefPath: "spec.workloadRef"},
+		},
+	}
+}
+
+// fleet is the shared environment once set up: spokes registered, trait definitions created, agents
+// running.
+type fleet struct {
+	env    *localcluster.Environment
+	scheme *runtime.Scheme
+	hub    client.Client            // admin client of the hub
+	spokes map[string]client.Client // admin clients of the spokes, by cluster name
+}
+
+var (
+	fleetOnce sync.Once
+	theFleet  *fleet
+	fleetErr  error
+)
+
+// testFleet returns the shared environment, setting it up on first use.
+func testFleet(t testing.TB) *fleet {
+	t.Helper()
+	env := shared.Get(t)
+	fleetOnce.Do(func() { theFleet, fleetErr = setUpFleet(env) })
+	if fleetErr != nil {
+		t.Fatalf("set up the hub and its spokes: %v", fleetErr)
+	}
+	return theFleet
+}
+
+func setUpFleet(env *localcluster.Environment) (*fleet, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	scheme, err := hub.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	f := &fleet{env: env, scheme: scheme, spokes: map[string]client.Client{}}
+	if f.hub, err = client.New(env.Hub.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if err := env.RegisterSpokes(ctx); err != nil {
+		return nil, err
+	}
+	for _, def := range traitDefinitions() {
+		if err := f.hub.Create(ctx, def); err != nil {
+			return nil, fmt.Errorf("create TraitDefinition %s: %w", def.Name, err)
+		}
+	}
+	for _, name := range clusters {
+		if f.spokes[name], err = client.New(env.Spoke(name).Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+	}
+	return f, startAgents(ctx, env)
+}
+
+// startAgents runs a real agent for every spoke until the shared environment stops. Each joins the
+// hub as `clusteradm join` does: a hub-kubeconfig directory whose credential the shipped ClusterRole
+// limits to the cluster's namespace.
+func startAgents(ctx context.Context, env *localcluster.Environment) error {
+	data, err := os.ReadFile("../../deploy/agent/hub-clusterrole.yaml")
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return err
+	}
+	agentCtx, stop := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	errs := make(chan error, len(clusters))
+	shared.BeforeStop(func() error {
+		stop()
+		running.Wait()
+		close(errs)
+		var all []error
+		for err := range errs {
+			all = append(all, err)
+		}
+		return errors.Join(all...)
+	})
+	// Each agent says nil here once it is ready, and an error when it ends.
+	started := make(chan error, 2*len(clusters))
+	for _, name := range clusters {
+		dir := filepath.Join(env.Dir, "agents", name, "hub-kubeconfig")
+		if err := env.WriteHubKubeconfigDir(ctx, name, role.DeepCopy(), dir); err != nil {
+			return fmt.Errorf("join %s: %w", name, err)
+		}
+		opts := agent.NewOptions()
+		opts.HubKubeconfigDir = dir
+		hubCfg, err := opts.HubConfig()
+		if err != nil {
+			return err
+		}
+		spokeCfg := rest.CopyConfig(env.Spoke(name).Config)
+		spokeCfg.QPS, spokeCfg.Burst = agent.DefaultKubeAPIQPS, agent.DefaultKubeAPIBurst
+		cfg := agent.Config{
+			ClusterName:        name,
+			AgentID:            name + "-agent",
+			Hub:                hubCfg,
+			Spoke:              spokeCfg,
+			Workers:            4,
+			StatusSyncInterval: time.Minute,
+			Log:                testLog("agent-" + name),
+			Ready:              func() { started <- nil },
+		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			err := agent.Start(agentCtx, cfg)
+			if err != nil {
+				errs <- fmt.Errorf("agent of %s: %w", name, err)
+			}
+			started <- fmt.Errorf("agent of %s ended: %v", name, err)
+		}()
+	}
+	for range clusters {
+		select {
+		case err := <-started:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("agents not ready: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// fixture is one test's view of the shared environment: its namespace (on the hub and on both spokes)
+// and helpers that poll with deadlines.
+type fixture struct {
+	*fleet
+	t          *testing.T
+	ns         string
+	hubRunning bool
+}
+
+// setup gives the test a namespace of its own on the hub and on both spokes.
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{fleet: testFleet(t), t: t, ns: "t-" + strings.ToLower(rand.String(6))}
+	f.mustCreate(f.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	for _, name := range clusters {
+		f.mustCreate(f.spokes[name], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	}
+	t.Cleanup(func() {
+		// The spokes' namespace controllers remove what is left; the hub has none, and its namespace
+		// (components, revisions) stays for the environment's lifetime.
+		for _, name := range clusters {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}
+			if err := f.spokes[name].Delete(context.Background(), ns); client.IgnoreNotFound(err) != nil {
+				t.Errorf("delete namespace %s on %s: %v", f.ns, name, err)
+			}
+		}
+	})
+	return f
+}
+
+// startHub runs the hub controllers with o against the shared hub until the test ends.
+func (f *fixture) startHub(o hub.Options) {
+	f.t.Helper()
+	if f.hubRunning {
+		f.t.Fatal("the hub controllers run already")
+	}
+	mgr, err := ctrl.NewManager(f.env.Hub.Config, ctrl.Options{
+		Scheme:                 f.scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Each test runs the same controllers in a manager of its own.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := hub.SetupWithManager(mgr, o); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	f.hubRunning = true
+	f.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("hub manager: %v", err)
+		}
+	})
+}
+
+// hubOptions are the hub's defaults with an --apply-once-only mode.
+func hubOptions(mode hub.ApplyOnceOnly) hub.Options {
+	return hub.Options{ApplyOnceOnly: mode, RevisionsKept: hub.DefaultRevisionsKept}
+}
+
+func (f *fixture) mustCreate(c client.Client, objs ...client.Object) {
+	f.t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			f.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// createApp creates an AppConfig on the hub; when the test ends it is deleted, and the cleanup waits
+// until it and its ManifestWorks are gone (their objects removed from the spokes), so that no later
+// test's hub renders it again. The hub controllers must run: they let it go.
+func (f *fixture) createApp(app *v1alpha2.ApplicationConfiguration) {
+	f.t.Helper()
+	if !f.hubRunning {
+		f.t.Fatal("start the hub controllers before creating AppConfigs: deleting them at the end needs them")
+	}
+	f.mustCreate(f.hub, app)
+	f.t.Cleanup(func() { f.deleteApp(app.Name) })
+}
+
+// deleteApp deletes an AppConfig and waits until it and its ManifestWorks are gone.
+func (f *fixture) deleteApp(name string) {
+	f.t.Helper()
+	app := &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name}}
+	if err := f.hub.Delete(context.Background(), app); client.IgnoreNotFound(err) != nil {
+		f.t.Errorf("delete AppConfig %s: %v", name, err)
+		return
+	}
+	f.eventually("AppConfig "+name+" and its ManifestWorks gone", func(ctx context.Context) (bool, error) {
+		works, err := f.works(ctx, name)
+		if err != nil || len(works) > 0 {
+			return false, err
+		}
+		err = f.hub.Get(ctx, client.ObjectKeyFromObject(app), app)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// works lists the ManifestWorks of an AppConfig of the test's namespace, in every cluster namespace.
+func (f *fixture) works(ctx context.Context, app string) ([]workv1.ManifestWork, error) {
+	list := &workv1.ManifestWorkList{}
+	err := f.hub.List(ctx, list, client.MatchingLabels{hub.LabelAppConfigNamespace: f.ns, hub.LabelAppConfigName: app})
+	return list.Items, err
+}
+
+// eventually polls cond every 50ms until it holds, failing the test after 30s.
+func (f *fixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			lastErr = err // API errors are retried until the deadline
+		}
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		f.t.Fatalf("%s: %v (last error: %v)", what, err, lastErr)
+	}
+}
+
+// consistently polls cond every 50ms for d and fails the test as soon as it does not hold.
+func (f *fixture) consistently(what string, d time.Duration, cond func(ctx context.Context) (bool, error)) {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var broke error
+	_ = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		// Each check gets a deadline of its own, so that the end of the period does not cut it short.
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		ok, err := cond(cctx)
+		switch {
+		case err != nil:
+			broke = err
+		case !ok:
+			broke = errors.New("no longer holds")
+		}
+		return broke != nil, nil
+	})
+	if broke != nil {
+		f.t.Fatalf("%s, for %s: %v", what, d, broke)
+	}
+}
+
+// app reads an AppConfig of the test's namespace.
+func (f *fixture) app(ctx context.Context, name string) (*v1alpha2.ApplicationConfiguration, error) {
+	app := &v1alpha2.ApplicationConfiguration{}
+	err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, app)
+	return app, err
+}
+
+// waitApp polls an AppConfig until check passes on it, and returns it.
+func (f *fixture) waitApp(name, what string, check func(*v1alpha2.ApplicationConfiguration) bool) *v1alpha2.ApplicationConfiguration {
+	f.t.Helper()
+	var last *v1alpha2.ApplicationConfiguration
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		app, err := f.app(ctx, name)
+		if err != nil {
+			return false, nil
+		}
+		last = app
+		return check(app), nil
+	})
+	if err != nil {
+		var status []byte
+		if last != nil {
+			status, _ = yaml.Marshal(last.Status)
+		}
+		f.t.Fatalf("AppConfig %s: %s: %v; status:\n%s", name, what, err, status)
+	}
+	return last
+}
+
+// updateApp changes an AppConfig with fn, retrying on conflicts.
+func (f *fixture) updateApp(name string, fn func(*v1alpha2.ApplicationConfiguration)) {
+	f.t.Helper()
+	f.eventually("update AppConfig "+name, func(ctx context.Context) (bool, error) {
+		app, err := f.app(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		fn(app)
+		return true, f.hub.Update(ctx, app)
+	})
+}
+
+// updateComponent changes a Component with fn, retrying on conflicts.
+func (f *fixture) updateComponent(name string, fn func(*v1alpha2.Component)) {
+	f.t.Helper()
+	f.eventually("update Component "+name, func(ctx context.Context) (bool, error) {
+		comp := &v1alpha2.Component{}
+		if err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, comp); err != nil {
+			return false, err
+		}
+		fn(comp)
+		return true, f.hub.Update(ctx, comp)
+	})
+}
+
+// work reads the ManifestWork delivering an AppConfig of the test's namespace to a cluster.
+func (f *fixture) work(ctx context.Context, cluster, app string) (*workv1.ManifestWork, error) {
+	mw := &workv1.ManifestWork{}
+	err := f.hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: f.ns + "." + app}, mw)
+	return mw, err
+}
+
+// waitWork polls a ManifestWork until check passes on it, and returns it.
+func (f *fixture) waitWork(cluster, app, what string, check func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
+	f.t.Helper()
+	var last *workv1.ManifestWork
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		mw, err := f.work(ctx, cluster, app)
+		if err != nil {
+			return false, nil
+		}
+		last = mw
+		return check(mw), nil
+	})
+	if err != nil {
+		var status []byte
+		if last != nil {
+			status, _ = yaml.Marshal(last.Status)
+		}
+		f.t.Fatalf("ManifestWork of %s on %s: %s: %v; status:\n%s", app, cluster, what, err, status)
+	}
+	return last
+}
+
+// waitWorkGone polls until the AppConfig has no ManifestWork for the cluster.
+func (f *fixture) waitWorkGone(cluster, app string) {
+	f.t.Helper()
+	f.eventually(fmt.Sprintf("ManifestWork of %s on %s deleted", app, cluster), func(ctx context.Context) (bool, error) {
+		_, err := f.work(ctx, cluster, app)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// deployment reads a Deployment of the test's namespace from a spoke.
+func (f *fixture) deployment(ctx context.Context, cluster, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	err := f.spokes[cluster].Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, d)
+	return d, err
+}
+
+// waitDeployment polls a Deployment on a spoke until check passes on it, and returns it.
+func (f *fixture) waitDeployment(cluster, name, what string, check func(*appsv1.Deployment) bool) *appsv1.Deployment {
+	f.t.Helper()
+	var last *appsv1.Deployment
+	var lastErr error
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		d, err := f.deployment(ctx, cluster, name)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		last, lastErr = d, nil
+		return check(d), nil
+	})
+	if err != nil {
+		got := "<none>"
+		if last != nil {
+			got = fmt.Sprintf("image %s, replicas %d, labels %v", image(last), ptr.Deref(last.Spec.Replicas, 0), last.Labels)
+		}
+		f.t.Fatalf("Deployment %s on %s: %s: %v; last seen: %s (error %v)", name, cluster, what, err, got, lastErr)
+	}
+	return last
+}
+
+// waitImage waits until a Deployment on a spoke runs image.
+func (f *fixture) waitImage(cluster, name, want string) *appsv1.Deployment {
+	f.t.Helper()
+	return f.waitDeployment(cluster, name, "image "+want, func(d *appsv1.Deployment) bool { return image(d) == want })
+}
+
+// spokeObject reads an object of the test's namespace from a spoke.
+func (f *fixture) spokeObject(ctx context.Context, cluster string, gvk schema.GroupVersionKind, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := f.spokes[cluster].Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, u)
+	return u, err
+}
+
+// waitSpokeObject polls an object on a spoke until check passes on it, and returns it.
+func (f *fixture) waitSpokeObject(cluster string, gvk schema.GroupVersionKind, name, what string, check func(*unstructured.Unstructured) bool) *unstructured.Unstructured {
+	f.t.Helper()
+	var last *unstructured.Unstructured
+	f.eventually(fmt.Sprintf("%s %s on %s: %s", gvk.Kind, name, cluster, what), func(ctx context.Context) (bool, error) {
+		u, err := f.spokeObject(ctx, cluster, gvk, name)
+		if err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		last = u
+		return check(u), nil
+	})
+	return last
+}
+
+// waitSpokeGone polls until the object is gone from the spoke.
+func (f *fixture) waitSpokeGone(cluster string, gvk schema.GroupVersionKind, name string) {
+	f.t.Helper()
+	f.eventually(fmt.Sprintf("%s %s removed from %s", gvk.Kind, name, cluster), func(ctx context.Context) (bool, error) {
+		_, err := f.spokeObject(ctx, cluster, gvk, name)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// labelCluster sets (value != "") or removes a label of a ManagedCluster. The ManagedClusters are
+// shared by every test: the label is removed again when the test ends.
+func (f *fixture) labelCluster(cluster, key, value string) {
+	f.t.Helper()
+	set := func(value string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			mc := &clusterv1.ManagedCluster{}
+			if err := f.hub.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
+				return false, err
+			}
+			if value == "" {
+				delete(mc.Labels, key)
+			} else {
+				if mc.Labels == nil {
+					mc.Labels = map[string]string{}
+				}
+				mc.Labels[key] = value
+			}
+			return true, f.hub.Update(ctx, mc)
+		}
+	}
+	f.eventually(fmt.Sprintf("label %s %s=%q", cluster, key, value), set(value))
+	f.t.Cleanup(func() { f.eventually(fmt.Sprintf("remove label %s from %s", key, cluster), set("")) })
+}
+
+// Builders.
+
+// webComponent is a Component of the test's namespace whose workload is a Deployment running image,
+// with parameters image and replicas.
+func (f *fixture) webComponent(name, image string) *v1alpha2.Component {
+	return &v1alpha2.Component{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec: v1alpha2.ComponentSpec{
+			Workload: deploymentWorkload(name, image),
+			Parameters: []v1alpha2.ComponentParameter{
+				{Name: "image", FieldPaths: []string{"spec.template.spec.containers[0].image"}},
+				{Name: "replicas", FieldPaths: []string{"spec.replicas"}},
+			},
+		},
+	}
+}
+
+func deploymentWorkload(name, image string) runtime.RawExtension {
+	return runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,` +
+		`"selector":{"matchLabels":{"app":"` + name + `"}},"template":{"metadata":{"labels":{"app":"` + name + `"}},` +
+		`"spec":{"containers":[{"name":"main","image":"` + image + `"}]}}}}`)}
+}
+
+// appConfig is an AppConfig of the test's namespace.
+func (f *fixture) appConfig(name string, placement *v1alpha2.Placement, components ...v1alpha2.ApplicationConfigurationComponent) *v1alpha2.ApplicationConfiguration {
+	return &v1alpha2.ApplicationConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+		Spec:       v1alpha2.ApplicationConfigurationSpec{Placement: placement, Components: components},
+	}
+}
+
+func onClusters(names ...string) *v1alpha2.Placement { return &v1alpha2.Placement{Clusters: names} }
+
+func param(name, jsonValue string) v1alpha2.ComponentParameterValue {
+	return v1alpha2.ComponentParameterValue{Name: name, Value: runtime.RawExtension{Raw: []byte(jsonValue)}}
+}
+
+// traitOf is a trait of kind gvk with spec (JSON).
+func traitOf(gvk schema.GroupVersionKind, spec string) v1alpha2.ComponentTrait {
+	return v1alpha2.ComponentTrait{Trait: runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"` + gvk.GroupVersion().String() + `","kind":"` + gvk.Kind + `","spec":` + spec + `}`)}}
+}
+
+// Reading results.
+
+func image(d *appsv1.Deployment) string {
+	if len(d.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+func workloadRefName(u *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "name")
+	return name
+}
+
+// ready returns the AppConfig's Ready condition at its current generation, or nil.
+func ready(app *v1alpha2.ApplicationConfiguration) *metav1.Condition {
+	for i, c := range app.Status.Conditions {
+		if c.Type == hub.ConditionReady && c.ObservedGeneration == app.Generation {
+			return &app.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func isReady(app *v1alpha2.ApplicationConfiguration) bool {
+	c := ready(app)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// notReadyBecause reports whether the AppConfig's Ready condition at its generation is False with reason.
+func notReadyBecause(reason string) func(*v1alpha2.ApplicationConfiguration) bool {
+	return func(app *v1alpha2.ApplicationConfiguration) bool {
+		c := ready(app)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && c.Message != ""
+	}
+}
+
+// workApplied reports whether the agent applied every manifest of the work at its generation and
+// found each available.
+func workApplied(mw *workv1.ManifestWork) bool {
+	if !workCondition(mw, workv1.WorkApplied, metav1.ConditionTrue) || !workCondition(mw, workv1.WorkAvailable, metav1.ConditionTrue) {
+		return false
+	}
+	if len(mw.Status.ResourceStatus.Manifests) != len(mw.Spec.Workload.Manifests) {
+		return false
+	}
+	for _, m := range mw.Status.ResourceStatus.Manifests {
+		for _, typ := range []string{workv1.ManifestApplied, workv1.ManifestAvailable} {
+			c := findCondition(m.Conditions, typ)
+			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != mw.Generation {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func workCondition(mw *workv1.ManifestWork, typ string, status metav1.ConditionStatus) bool {
+	c := findCondition(mw.Status.Conditions, typ)
+	return c != nil && c.Status == status && c.ObservedGeneration == mw.Generation
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// clusterStatus returns the AppConfig's status of a cluster, or nil.
+func clusterStatus(app *v1alpha2.ApplicationConfiguration, cluster string) *v1alpha2.ClusterStatus {
+	for i := range app.Status.Clusters {
+		if app.Status.Clusters[i].Name == cluster {
+			return &app.Status.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// statusClusters lists the clusters the AppConfig's status names.
+func statusClusters(app *v1alpha2.ApplicationConfiguration) []string {
+	var out []string
+	for _, c := range app.Status.Clusters {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// manifestStatus returns the AppConfig's status of one object on a cluster, or nil.
+func manifestStatus(app *v1alpha2.ApplicationConfiguration, cluster, kind, name string) *v1alpha2.ManifestStatus {
+	cs := clusterStatus(app, cluster)
+	if cs == nil {
+		return nil
+	}
+	for i := range cs.Manifests {
+		if cs.Manifests[i].Kind == kind && cs.Manifests[i].Name == name {
+			return &cs.Manifests[i]
+		}
+	}
+	return nil
+}
+
+// deliveredTo reports whether the AppConfig is Ready and its status shows exactly these clusters,
+// each Applied and Available with every manifest Applied and Available.
+func deliveredTo(names ...string) func(*v1alpha2.ApplicationConfiguration) bool {
+	return func(app *v1alpha2.ApplicationConfiguration) bool {
+		if !isReady(app) || len(app.Status.Clusters) != len(names) {
+			return false
+		}
+		for _, name := range names {
+			cs := clusterStatus(app, name)
+			if cs == nil || cs.Applied != metav1.ConditionTrue || cs.Available != metav1.ConditionTrue || len(cs.Manifests) == 0 {
+				return false
+			}
+			for _, m := range cs.Manifests {
+				if m.Applied != metav1.ConditionTrue || m.Available != metav1.ConditionTrue {
+					return false
+				}
+			}
+		}
+		s := app.Status.Summary
+		n := fmt.Sprintf("%d/%d", len(names), len(names))
+		return s != nil && int(s.Clusters) == len(names) && s.Applied == n && s.Available == n
+	}
+}
