@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,9 @@ import (
 )
 
 const (
+	// DefaultEarlierRevisionsKept is how many earlier revisions' workloads stay beside the current one
+	// for a revision-enabled trait: enough for a rollout in progress when one more revision comes.
+	DefaultEarlierRevisionsKept = 2
 	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
 	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
 	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
@@ -44,6 +48,9 @@ type AppConfigReconciler struct {
 	Client        client.Client
 	Mapper        meta.RESTMapper
 	ApplyOnceOnly ApplyOnceOnly
+	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
+	// revision-enabled trait stay delivered beside the current one; 0 means DefaultEarlierRevisionsKept.
+	EarlierRevisionsKept int
 	// APIReader reads what the hub does not cache: the ConfigMaps holding patch traits' patches.
 	// Defaults to the manager's.
 	APIReader client.Reader
@@ -157,7 +164,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := KeepEarlierRevisions(mw, works[cluster], rendered); err != nil {
+		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.sync(ctx, app, mw, works[cluster]); err != nil {
