@@ -127,7 +127,7 @@ var (
 // startLocal builds ferry-hub, ferry-agent and ferry-local and runs a local hub with cluster1 and
 // cluster2 in the foreground of a child process that dies with the test: the real binaries, joined as
 // clusteradm joins, as `make local-up` runs them. It returns the hub and the spokes.
-func startLocal(t *testing.T) (hub *cluster, spokes []*cluster) {
+func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
 	t.Helper()
 	root := repoRoot(t)
 	bin := t.TempDir()
@@ -138,8 +138,9 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster) {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}
 	}
-	state := t.TempDir()
-	args := []string{"serve", "--state-dir", state, "--agent-role", filepath.Join(root, "deploy/agent/hub-clusterrole.yaml")}
+	state = t.TempDir()
+	args := []string{"serve", "--state-dir", state,
+		"--agent-role", filepath.Join(root, "deploy/agent/hub-clusterrole.yaml"), "--hub-role", filepath.Join(root, "deploy/hub/clusterrole.yaml")}
 	if dir := os.Getenv("FERRY_CONTROL_PLANE_DIR"); dir != "" {
 		args = append(args, "--binary-dir", dir)
 	} else {
@@ -190,7 +191,7 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster) {
 	for _, name := range []string{"cluster1", "cluster2"} {
 		spokes = append(spokes, connect(t, name, filepath.Join(state, name+".kubeconfig")))
 	}
-	return hub, spokes
+	return hub, spokes, state
 }
 
 func tail(s string, n int) string {
@@ -202,7 +203,7 @@ func tail(s string, n int) string {
 // spokes through the real ferry-hub and ferry-agent, their status comes back, a change of the component
 // follows, and deleting the application removes it from the spokes.
 func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
-	hub, spokes := startLocal(t)
+	hub, spokes, state := startLocal(t)
 	root := repoRoot(t)
 
 	hub.apply(t, filepath.Join(root, "examples/hello-app.yaml"), "default")
@@ -290,6 +291,20 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 		_, err := hub.get(t, appConfigGVK, "default", "hello-app")
 		return apierrors.IsNotFound(err), nil
 	})
+
+	// ferry-hub ran with only deploy/hub/clusterrole.yaml, the agents with only
+	// deploy/agent/hub-clusterrole.yaml in their cluster's namespace: nothing was refused.
+	for _, log := range []string{"hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
+		data, err := os.ReadFile(filepath.Join(state, log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "forbidden") {
+				t.Errorf("%s: a permission the shipped role lacks: %s", log, line)
+			}
+		}
+	}
 }
 
 func must(b []byte, err error) []byte {
