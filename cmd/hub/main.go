@@ -28,7 +28,7 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept}
+	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept, EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept}
 	var kubeconfig, applyOnce string
 	cmd := &cobra.Command{
 		Use:           "ferry-hub",
@@ -55,6 +55,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file for the hub. Default: in-cluster, else $KUBECONFIG or ~/.kube/config.")
 	f.StringVar(&applyOnce, "apply-once-only", string(hub.ApplyOnceOff), "off: agents keep workloads and traits as rendered (Update); on: applied only when the AppConfig or Component changes (ApplyOnce); force: as on, and deleted objects stay deleted until then (ApplyOnceForce).")
 	f.IntVar(&o.RevisionsKept, "revisions-kept", o.RevisionsKept, "Old revisions kept per Component, besides the latest and those an AppConfig pins.")
+	f.IntVar(&o.EarlierRevisionsKept, "earlier-revisions-kept", o.EarlierRevisionsKept, "For a component with a revisionEnabled trait (a rollout), how many earlier revisions' workloads stay on the clusters beside the current one; older ones are removed.")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "host:port to serve Prometheus metrics on; 0 turns them off.")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader among several ferry-hub replicas.")

@@ -1,18 +1,36 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
-// startHub runs the real ferry-hub binary against the local hub, with the hub's admin kubeconfig.
-func (o *options) startHub() (*agentProcess, error) {
+// hubUser is the identity ferry-hub runs as on the local hub.
+const hubUser = "system:ferry:hub-controller"
+
+// startHub runs the real ferry-hub binary against the local hub, with a credential limited to the
+// shipped ClusterRole (--hub-role), so that a permission it lacks shows here first.
+func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (*agentProcess, error) {
 	bin := filepath.Join(filepath.Dir(o.agentBinaryPath()), "ferry-hub")
-	kubeconfig, err := filepath.Abs(o.path("hub.kubeconfig"))
+	kubeconfig, err := filepath.Abs(o.path("hub-controller.kubeconfig"))
 	if err != nil {
+		return nil, err
+	}
+	if err := o.writeHubCredential(ctx, env, kubeconfig); err != nil {
 		return nil, err
 	}
 	log, err := os.Create(o.path("hub-controller.log"))
@@ -29,6 +47,44 @@ func (o *options) startHub() (*agentProcess, error) {
 	p := &agentProcess{cluster: "hub", cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// writeHubCredential gives ferry-hub a user bound to the --hub-role ClusterRole and writes its
+// kubeconfig to path.
+func (o *options) writeHubCredential(ctx context.Context, env *localcluster.Environment, path string) error {
+	data, err := os.ReadFile(o.hubRole)
+	if err != nil {
+		return fmt.Errorf("--hub-role: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return fmt.Errorf("--hub-role %s: %w", o.hubRole, err)
+	}
+	cfg, err := env.Hub.AddUser(hubUser, nil)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(env.Hub.Config)
+	if err != nil {
+		return err
+	}
+	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: hubUser}},
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind ClusterRole %s: %w", role.Name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["ferry-hub"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "ferry-hub"}
+	kc.CurrentContext = "hub"
+	return clientcmd.WriteToFile(*kc, path)
 }
 
 // agentBinaryPath is the ferry-agent binary: --agent-binary, else the one beside ferry-local.

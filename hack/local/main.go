@@ -29,6 +29,7 @@ type options struct {
 	agents      bool
 	agentBinary string
 	agentRole   string
+	hubRole     string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func newCommand() *cobra.Command {
 		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-hub on the hub and ferry-agent for every spoke")
 		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
 		c.Flags().StringVar(&o.agentRole, "agent-role", "deploy/agent/hub-clusterrole.yaml", "the ClusterRole that limits an agent's hub credential")
+		c.Flags().StringVar(&o.hubRole, "hub-role", "deploy/hub/clusterrole.yaml", "the ClusterRole that limits ferry-hub's credential")
 	}
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the clusters to be ready")
 	down := &cobra.Command{
@@ -112,7 +114,7 @@ func (o *options) up(ctx context.Context) error {
 	}
 	defer logf.Close()
 	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ","),
-		fmt.Sprintf("--agents=%t", o.agents), "--agent-role", o.agentRole}
+		fmt.Sprintf("--agents=%t", o.agents), "--agent-role", o.agentRole, "--hub-role", o.hubRole}
 	if o.binaryDir != "" {
 		args = append(args, "--binary-dir", o.binaryDir)
 	}
@@ -179,7 +181,7 @@ func (o *options) serve(ctx context.Context) error {
 		return err
 	}
 	if o.agents {
-		hubController, err := o.startHub()
+		hubController, err := o.startHub(ctx, env)
 		if err != nil {
 			return err
 		}

@@ -1,22 +1,29 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,6 +32,9 @@ import (
 )
 
 const (
+	// DefaultEarlierRevisionsKept is how many earlier revisions' workloads stay beside the current one
+	// for a revision-enabled trait: enough for a rollout in progress when one more revision comes.
+	DefaultEarlierRevisionsKept = 2
 	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
 	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
 	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
@@ -38,11 +48,32 @@ type AppConfigReconciler struct {
 	Client        client.Client
 	Mapper        meta.RESTMapper
 	ApplyOnceOnly ApplyOnceOnly
+	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
+	// revision-enabled trait stay delivered beside the current one; 0 means DefaultEarlierRevisionsKept.
+	EarlierRevisionsKept int
+	// APIReader reads what the hub does not cache: the ConfigMaps holding patch traits' patches.
+	// Defaults to the manager's.
+	APIReader client.Reader
+	// Recorder records events on AppConfigs. Defaults to the manager's.
+	Recorder events.EventRecorder
+
+	// Patch-trait kinds are known only once an AppConfig uses them: each gets a watch then.
+	controller controller.Controller
+	cache      cache.Cache
+	byLabels   handler.EventHandler
+	watched    sync.Map // schema.GroupVersionKind → true
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
 // reference to the AppConfig cannot point: they are mapped back by their labels.
 func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("ferry-hub")
+	}
+	r.cache = mgr.GetCache()
 	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
 		if ns == "" || name == "" {
@@ -67,14 +98,17 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return out
 		})
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	r.byLabels = byLabels
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("appconfigs").
 		For(&v1alpha2.ApplicationConfiguration{}).
 		Watches(&workv1.ManifestWork{}, byLabels).
 		Watches(&v1alpha2.Component{}, allInNamespace(false)).
 		Watches(&managedCluster{}, allInNamespace(true)).
 		Watches(&placementDecision{}, allInNamespace(false)).
-		Complete(r)
+		Build(r)
+	r.controller = c
+	return err
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -96,13 +130,27 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 	}
 
-	rendered, err := Render(RenderInput{App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx)})
-	if re, ok := err.(*RenderError); ok {
+	rendered, err := Render(RenderInput{
+		App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx),
+		PatchTraits: r.publishPatchTraits(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
+	})
+	var re *RenderError
+	var pending *PatchesPendingError
+	switch {
+	case errors.As(err, &re):
 		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, works, nil, metav1.Condition{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
+	case errors.As(err, &pending):
+		// The workload is held back, as it was, until it can change once with every patch (seed
+		// 002). The patch traits' watches bring the AppConfig back; the requeue covers a ConfigMap
+		// published after its trait turned Ready.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, works, nil, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()})
+	case err != nil:
+		return ctrl.Result{}, err
 	}
-	if err != nil {
+	if err := r.deleteStalePatchTraits(ctx, app, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
 	clusters, err := TargetClusters(ctx, r.Client, app)
@@ -116,10 +164,10 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := KeepEarlierRevisions(mw, works[cluster], rendered); err != nil {
+		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.sync(ctx, mw, works[cluster]); err != nil {
+		if err := r.sync(ctx, app, mw, works[cluster]); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -128,6 +176,8 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
 			}
+			r.Recorder.Eventf(app, mw, corev1.EventTypeNormal, "ManifestWorkDeleted", "Delete",
+				"cluster %s left the placement: deleted ManifestWork %s/%s", cluster, mw.Namespace, mw.Name)
 			delete(works, cluster)
 		}
 	}
@@ -150,11 +200,16 @@ func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.Applicati
 }
 
 // sync creates the ManifestWork or updates its spec and labels, writing only when they changed.
-func (r *AppConfigReconciler) sync(ctx context.Context, want, have *workv1.ManifestWork) error {
+func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) error {
 	if have == nil {
-		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, want); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // the cache is behind: the next round compares
+			}
 			return fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
 		}
+		r.Recorder.Eventf(app, want, corev1.EventTypeNormal, "ManifestWorkCreated", "Create",
+			"created ManifestWork %s/%s with %d manifests", want.Namespace, want.Name, len(want.Spec.Workload.Manifests))
 		return nil
 	}
 	if equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
@@ -164,6 +219,8 @@ func (r *AppConfigReconciler) sync(ctx context.Context, want, have *workv1.Manif
 	if err := r.Client.Update(ctx, have); err != nil {
 		return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
 	}
+	r.Recorder.Eventf(app, have, corev1.EventTypeNormal, "ManifestWorkUpdated", "Update",
+		"updated ManifestWork %s/%s (generation %d) with %d manifests", have.Namespace, have.Name, have.Generation, len(have.Spec.Workload.Manifests))
 	return nil
 }
 
@@ -181,6 +238,9 @@ func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.Applic
 	}
 	if len(works) > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil // wait for the agents to clean up
+	}
+	if err := r.deletePatchTraits(ctx, app, nil); err != nil {
+		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(app, AppConfigFinalizer)
 	return ctrl.Result{}, r.Client.Update(ctx, app)
@@ -230,6 +290,15 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 	status := app.Status.DeepCopy()
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation
+	if old := meta.FindStatusCondition(status.Conditions, ConditionReady); old == nil || old.Status != ready.Status || old.Reason != ready.Reason {
+		// One event per change of state, not per reconcile: an AppConfig that stays broken costs
+		// no writes.
+		typ := corev1.EventTypeNormal
+		if ready.Status != metav1.ConditionTrue {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(app, nil, typ, ready.Reason, "Render", "%s", ready.Message)
+	}
 	meta.SetStatusCondition(&status.Conditions, ready)
 	if rendered != nil {
 		status.Workloads = nil
@@ -237,6 +306,9 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 			ws := v1alpha2.WorkloadStatus{ComponentName: rc.ComponentName, ComponentRevisionName: rc.RevisionName, Reference: ref(rc.Workload)}
 			for _, t := range rc.Traits {
 				ws.Traits = append(ws.Traits, v1alpha2.WorkloadTrait{Reference: ref(t)})
+			}
+			for _, t := range rc.PatchTraits {
+				ws.PatchTraits = append(ws.PatchTraits, v1alpha2.WorkloadTrait{Reference: ref(t)})
 			}
 			status.Workloads = append(status.Workloads, ws)
 		}

@@ -1,8 +1,12 @@
 package hub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,8 +113,10 @@ func resourceOf(obj *unstructured.Unstructured, mapper meta.RESTMapper) string {
 
 // KeepEarlierRevisions carries into want the workloads of earlier revisions that have stayed in have, the
 // ManifestWork delivered so far, for every component whose traits are revisionEnabled (seed 003): moving
-// to <comp>-v2 adds its workload beside <comp>-v1's instead of replacing it.
-func KeepEarlierRevisions(want, have *workv1.ManifestWork, rendered []RenderedComponent) error {
+// to <comp>-v2 adds its workload beside <comp>-v1's instead of replacing it. A revision-enabled trait
+// (a rollout) moves traffic between them; the hub retires the oldest once more than kept earlier ones
+// are left, so that a work does not grow with every revision.
+func KeepEarlierRevisions(want, have *workv1.ManifestWork, rendered []RenderedComponent, kept int) error {
 	if have == nil {
 		return nil
 	}
@@ -123,23 +129,64 @@ func KeepEarlierRevisions(want, have *workv1.ManifestWork, rendered []RenderedCo
 	if len(current) == 0 {
 		return nil
 	}
+	type earlier struct {
+		component string
+		revision  int64
+		manifest  workv1.Manifest
+		configs   []workv1.ManifestConfigOption
+	}
+	var found []earlier
 	for i, m := range have.Spec.Workload.Manifests {
 		obj := &unstructured.Unstructured{}
 		if err := json.Unmarshal(m.Raw, &obj.Object); err != nil {
 			return fmt.Errorf("decode manifest %d of ManifestWork %s/%s: %w", i, have.Namespace, have.Name, err)
 		}
 		labels := obj.GetLabels()
-		rev, ok := current[labels[LabelComponent]]
+		component := labels[LabelComponent]
+		rev, ok := current[component]
 		if !ok || labels[LabelResourceType] != ResourceTypeWorkload || labels[LabelRevision] == rev {
 			continue
 		}
-		want.Spec.Workload.Manifests = append(want.Spec.Workload.Manifests, m)
+		e := earlier{component: component, revision: revisionNumber(labels[LabelRevision]), manifest: m}
 		for _, cfg := range have.Spec.ManifestConfigs {
 			if cfg.ResourceIdentifier.Name == obj.GetName() && cfg.ResourceIdentifier.Namespace == obj.GetNamespace() &&
 				cfg.ResourceIdentifier.Group == obj.GroupVersionKind().Group {
-				want.Spec.ManifestConfigs = append(want.Spec.ManifestConfigs, cfg)
+				e.configs = append(e.configs, cfg)
 			}
+		}
+		found = append(found, e)
+	}
+	// Newest first, so that each component keeps its most recent earlier revisions; the work's order
+	// stays the order they were delivered in.
+	newest := slices.Clone(found)
+	slices.SortStableFunc(newest, func(a, b earlier) int { return cmp.Compare(b.revision, a.revision) })
+	type key struct {
+		component string
+		revision  int64
+	}
+	keep := map[key]bool{}
+	perComponent := map[string]int{}
+	for _, e := range newest {
+		if perComponent[e.component] < kept {
+			perComponent[e.component]++
+			keep[key{e.component, e.revision}] = true
+		}
+	}
+	for _, e := range found {
+		if keep[key{e.component, e.revision}] {
+			want.Spec.Workload.Manifests = append(want.Spec.Workload.Manifests, e.manifest)
+			want.Spec.ManifestConfigs = append(want.Spec.ManifestConfigs, e.configs...)
 		}
 	}
 	return nil
+}
+
+// revisionNumber is N of a revision name <component>-v<N>, 0 when it is not one.
+func revisionNumber(name string) int64 {
+	i := strings.LastIndex(name, "-v")
+	if i < 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(name[i+2:], 10, 64)
+	return n
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t 
 	rollout := []v1alpha2.ComponentTrait{trait("RolloutTrait", `{}`)}
 	v1, _ := build(v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1", ParameterValues: image, Traits: rollout})
 	v2, rendered := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: rollout})
-	if err := KeepEarlierRevisions(v2, v1, rendered); err != nil {
+	if err := KeepEarlierRevisions(v2, v1, rendered, 2); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"deployments/web-v2", "rollouttraits/web-v2-rollouttrait", "deployments/web-v1"}
@@ -126,10 +127,46 @@ func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t 
 	scaler := []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":2}`)}
 	old, _ := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: scaler})
 	next, rendered := build(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image, Traits: scaler})
-	if err := KeepEarlierRevisions(next, old, rendered); err != nil {
+	if err := KeepEarlierRevisions(next, old, rendered, 2); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(next); len(got) != 2 {
 		t.Errorf("work without a revision-enabled trait = %v, want only the workload and its trait", got)
+	}
+}
+
+// Earlier revisions beyond the kept number are retired, oldest first, each component on its own.
+func TestManifestWorkRetiresTheOldestEarlierRevisions(t *testing.T) {
+	workload := func(component string, n int) workv1.Manifest {
+		rev := component + "-v" + strconv.Itoa(n)
+		return workv1.Manifest{RawExtension: raw(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"` + rev +
+			`","namespace":"prod","labels":{"` + LabelComponent + `":"` + component + `","` + LabelRevision + `":"` + rev +
+			`","` + LabelResourceType + `":"` + ResourceTypeWorkload + `"}}}`)}
+	}
+	have := &workv1.ManifestWork{}
+	for _, m := range []workv1.Manifest{workload("web", 1), workload("db", 1), workload("web", 2), workload("web", 3), workload("db", 2)} {
+		have.Spec.Workload.Manifests = append(have.Spec.Workload.Manifests, m)
+	}
+	want := &workv1.ManifestWork{}
+	want.Spec.Workload.Manifests = []workv1.Manifest{workload("web", 4), workload("db", 3)}
+	rendered := []RenderedComponent{
+		{ComponentName: "web", RevisionName: "web-v4", RevisionEnabled: true},
+		{ComponentName: "db", RevisionName: "db-v3", RevisionEnabled: true},
+	}
+	if err := KeepEarlierRevisions(want, have, rendered, 2); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range want.Spec.Workload.Manifests {
+		var obj struct {
+			Metadata struct{ Name string } `json:"metadata"`
+		}
+		if err := json.Unmarshal(m.Raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, obj.Metadata.Name)
+	}
+	if strings.Join(got, " ") != "web-v4 db-v3 db-v1 web-v2 web-v3 db-v2" {
+		t.Errorf("work = %v, want the current revisions, then the two newest earlier ones of each component in delivery order (web-v1 retired)", got)
 	}
 }

@@ -38,6 +38,12 @@ type RenderInput struct {
 	Component func(entry v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error)
 	// TraitDefinition returns the definition of a trait object's kind.
 	TraitDefinition func(trait *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error)
+	// PatchTraits publishes a component's patch-trait objects on the hub and returns their patches, in
+	// order, or a *PatchesPendingError while any of them is not Ready.
+	PatchTraits func(component string, traits []*unstructured.Unstructured) ([]Patch, error)
+	// PatchedRevision records a component's spec with patches merged as a revision of the component,
+	// or finds the one that holds it, and returns its name.
+	PatchedRevision func(component string, spec *v1alpha2.ComponentSpec) (string, error)
 }
 
 // RenderedComponent is one component of an AppConfig as it is delivered.
@@ -52,7 +58,8 @@ type RenderedComponent struct {
 	// follow the hub's default.
 	WorkloadStrategy v1alpha2.UpdateStrategy
 	TraitStrategies  []v1alpha2.UpdateStrategy
-	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002).
+	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002):
+	// these are their objects on the hub, named and labelled.
 	PatchTraits []*unstructured.Unstructured
 	// RevisionEnabled is set when a trait's definition is revisionEnabled: every revision gets a
 	// workload of its own, and those of earlier revisions stay for the trait (a rollout) to retire.
@@ -99,40 +106,93 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 	}
 	name = resolved.ComponentName
 	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName, WorkloadStrategy: entry.UpdateStrategy}
-
-	workload := &unstructured.Unstructured{}
-	if err := json.Unmarshal(resolved.Spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
-		return rc, &RenderError{Component: name, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", resolved.RevisionName, err)}
-	}
-	if err := setParameters(workload, resolved.Spec.Parameters, entry.ParameterValues); err != nil {
-		return rc, &RenderError{Component: name, Reason: err.reason, Message: err.message}
-	}
+	app := in.App
 
 	// Traits first decide the workload's name: a revision-enabled trait, or a pinned revision, makes
-	// one workload per revision.
+	// one workload per revision. Patch traits decide its spec.
 	perRevision := entry.RevisionName != ""
 	var traits []*unstructured.Unstructured
 	var defs []*v1alpha2.TraitDefinition
+	var patches []Patch
+	patchKinds := map[string]int{}
 	for i, t := range entry.Traits {
 		trait := &unstructured.Unstructured{}
 		if err := json.Unmarshal(t.Trait.Raw, &trait.Object); err != nil || trait.Object == nil {
 			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
+		}
+		if isInlinePatch(trait) {
+			p, err := inlinePatch(trait)
+			if err != nil {
+				return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: fmt.Sprintf("traits[%d]: %v", i, err)}
+			}
+			patches = append(patches, p)
+			continue
 		}
 		def, err := in.TraitDefinition(trait)
 		if err != nil {
 			return rc, &RenderError{Component: name, Reason: "TraitDefinitionNotFound",
 				Message: fmt.Sprintf("traits[%d] (%s %s): %v", i, trait.GetAPIVersion(), trait.GetKind(), err)}
 		}
+		if def.Spec.Patch {
+			// The trait object lives on the hub, beside the AppConfig, where its controller publishes
+			// the patch; named after the AppConfig too, as AppConfigs may share a component.
+			if trait.GetName() == "" {
+				trait.SetName(uniqueName(patchKinds, app.Name+"-"+resolved.ComponentName, trait.GetKind()))
+			}
+			trait.SetNamespace(app.Namespace)
+			labels := trait.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[LabelAppName], labels[LabelComponent], labels[LabelResourceType] = app.Name, resolved.ComponentName, ResourceTypeTrait
+			labels[LabelAppConfigNamespace], labels[LabelAppConfigName] = app.Namespace, app.Name
+			trait.SetLabels(labels)
+			rc.PatchTraits = append(rc.PatchTraits, trait)
+			continue
+		}
 		perRevision = perRevision || def.Spec.RevisionEnabled
 		rc.RevisionEnabled = rc.RevisionEnabled || def.Spec.RevisionEnabled
 		traits = append(traits, trait)
 		defs = append(defs, def)
+		rc.TraitStrategies = append(rc.TraitStrategies, t.UpdateStrategy)
+	}
+
+	spec := resolved.Spec
+	if len(rc.PatchTraits) > 0 {
+		if in.PatchTraits == nil {
+			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
+		}
+		published, err := in.PatchTraits(resolved.ComponentName, rc.PatchTraits)
+		if err != nil {
+			return rc, err
+		}
+		patches = append(published, patches...)
+	}
+	if len(patches) > 0 {
+		// The patched spec is a revision of its own (seed 002): a change of any patch makes a new one,
+		// and a revision-enabled trait then rolls out to it like to any other revision.
+		if spec, err = patchSpec(spec, patches); err != nil {
+			return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: err.Error()}
+		}
+		if in.PatchedRevision == nil {
+			return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
+		}
+		if rc.RevisionName, err = in.PatchedRevision(resolved.ComponentName, spec); err != nil {
+			return rc, fmt.Errorf("record patched revision of component %s: %w", name, err)
+		}
+	}
+
+	workload := &unstructured.Unstructured{}
+	if err := json.Unmarshal(spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
+		return rc, &RenderError{Component: name, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", rc.RevisionName, err)}
+	}
+	if err := setParameters(workload, spec.Parameters, entry.ParameterValues); err != nil {
+		return rc, &RenderError{Component: name, Reason: err.reason, Message: err.message}
 	}
 	workloadName := resolved.ComponentName
 	if perRevision {
-		workloadName = resolved.RevisionName
+		workloadName = rc.RevisionName
 	}
-	app := in.App
 	workload.SetName(workloadName)
 	if workload.GetNamespace() == "" {
 		workload.SetNamespace(app.Namespace)
@@ -142,19 +202,8 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 
 	kinds := map[string]int{}
 	for i, trait := range traits {
-		if defs[i].Spec.Patch {
-			rc.PatchTraits = append(rc.PatchTraits, trait)
-			continue
-		}
 		if trait.GetName() == "" {
-			kind := strings.ToLower(trait.GetKind())
-			n := kinds[kind]
-			kinds[kind] = n + 1
-			traitName := workloadName + "-" + kind
-			if n > 0 {
-				traitName += "-" + strconv.Itoa(n)
-			}
-			trait.SetName(traitName)
+			trait.SetName(uniqueName(kinds, workloadName, trait.GetKind()))
 		}
 		if trait.GetNamespace() == "" {
 			trait.SetNamespace(workload.GetNamespace())
@@ -168,9 +217,40 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		}
 		stamp(trait, app, rc, ResourceTypeTrait)
 		rc.Traits = append(rc.Traits, trait)
-		rc.TraitStrategies = append(rc.TraitStrategies, entry.Traits[i].UpdateStrategy)
 	}
 	return rc, nil
+}
+
+// uniqueName is <prefix>-<kind>, with -1, -2, ... for further traits of one kind; seen counts them.
+func uniqueName(seen map[string]int, prefix, kind string) string {
+	kind = strings.ToLower(kind)
+	n := seen[kind]
+	seen[kind] = n + 1
+	if n > 0 {
+		return prefix + "-" + kind + "-" + strconv.Itoa(n)
+	}
+	return prefix + "-" + kind
+}
+
+// patchSpec is spec with patches merged into its workload, in order.
+func patchSpec(spec *v1alpha2.ComponentSpec, patches []Patch) (*v1alpha2.ComponentSpec, error) {
+	workload := &unstructured.Unstructured{}
+	if err := json.Unmarshal(spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
+		return nil, fmt.Errorf("spec.workload is not an object: %v", err)
+	}
+	for _, p := range patches {
+		if err := applyPatch(workload, p); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := json.Marshal(workload.Object)
+	if err != nil {
+		return nil, err
+	}
+	out := spec.DeepCopy()
+	out.Workload.Raw = raw
+	out.Workload.Object = nil
+	return out, nil
 }
 
 // stamp puts the labels and the annotation of rendered objects on obj.

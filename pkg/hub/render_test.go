@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,9 +33,10 @@ func renderInput(entry v1alpha2.ApplicationConfigurationComponent) RenderInput {
 		},
 	}
 	defs := map[string]*v1alpha2.TraitDefinition{
-		"ManualScalerTrait": {ObjectMeta: metav1.ObjectMeta{Name: "manualscalertraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{WorkloadRefPath: "spec.workloadRef"}},
-		"RolloutTrait":      {ObjectMeta: metav1.ObjectMeta{Name: "rollouttraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{RevisionEnabled: true, WorkloadRefPath: "spec.targetRef"}},
-		"NodeSelectorTrait": {ObjectMeta: metav1.ObjectMeta{Name: "nodeselectortraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
+		"ManualScalerTrait":    {ObjectMeta: metav1.ObjectMeta{Name: "manualscalertraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{WorkloadRefPath: "spec.workloadRef"}},
+		"RolloutTrait":         {ObjectMeta: metav1.ObjectMeta{Name: "rollouttraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{RevisionEnabled: true, WorkloadRefPath: "spec.targetRef"}},
+		"NodeSelectorTrait":    {ObjectMeta: metav1.ObjectMeta{Name: "nodeselectortraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
+		"SecurityContextTrait": {ObjectMeta: metav1.ObjectMeta{Name: "securitycontexttraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
 	}
 	return RenderInput{
 		App: app,
@@ -123,15 +125,156 @@ func TestRenderNamesTheWorkloadAfterTheRevisionWhenRevisionsMatter(t *testing.T)
 	}
 }
 
-func TestRenderSetsPatchTraitsAside(t *testing.T) {
-	out, err := Render(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+// withPatches makes in's patch traits publish the patches given by trait kind (a missing kind is not
+// Ready) and records patched specs as revisions web-v10, web-v11, ... by content.
+func withPatches(in RenderInput, published map[string]string) (RenderInput, map[string]*v1alpha2.ComponentSpec) {
+	revisions := map[string]*v1alpha2.ComponentSpec{}
+	in.PatchTraits = func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
+		var out []Patch
+		var waiting []string
+		for _, t := range traits {
+			p, ok := published[t.GetKind()]
+			if !ok {
+				waiting = append(waiting, t.GetKind())
+				continue
+			}
+			out = append(out, Patch{Source: t.GetKind(), Data: []byte(p)})
+		}
+		if len(waiting) > 0 {
+			return nil, &PatchesPendingError{Component: component, Waiting: waiting}
+		}
+		return out, nil
+	}
+	in.PatchedRevision = func(component string, spec *v1alpha2.ComponentSpec) (string, error) {
+		for name, s := range revisions {
+			if string(s.Workload.Raw) == string(spec.Workload.Raw) {
+				return name, nil
+			}
+		}
+		name := "web-v" + strconv.Itoa(10+len(revisions))
+		revisions[name] = spec
+		return name, nil
+	}
+	return in, revisions
+}
+
+func TestRenderMergesEveryPatchIntoTheWorkloadAsARevisionOfItsOwn(t *testing.T) {
+	entry := v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
 		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
-		Traits:          []v1alpha2.ComponentTrait{trait("NodeSelectorTrait", `{"nodeSelector":{"disk":"ssd"}}`)}}))
+		Traits: []v1alpha2.ComponentTrait{
+			trait("NodeSelectorTrait", `{"disktype":"ssd"}`),
+			trait("SecurityContextTrait", `{"runAsNonRoot":true}`),
+			trait("RolloutTrait", `{}`),
+		}}
+	in, revisions := withPatches(renderInput(entry), map[string]string{
+		"NodeSelectorTrait":    `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"}}}}}`,
+		"SecurityContextTrait": `[{"op":"add","path":"/spec/template/spec/securityContext","value":{"runAsNonRoot":true}}]`,
+	})
+	out, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out[0].Traits) != 0 || len(out[0].PatchTraits) != 1 {
-		t.Errorf("traits %d, patch traits %d; want 0 and 1", len(out[0].Traits), len(out[0].PatchTraits))
+	rc := out[0]
+	if rc.RevisionName != "web-v10" || len(revisions) != 1 {
+		t.Fatalf("revision %s (%d recorded), want the one patched revision web-v10", rc.RevisionName, len(revisions))
+	}
+	w := rc.Workload
+	if w.GetName() != "web-v10" {
+		t.Errorf("workload %s: a revision-enabled trait wants it named after the patched revision web-v10", w.GetName())
+	}
+	if v, _, _ := unstructured.NestedString(w.Object, "spec", "template", "spec", "nodeSelector", "disktype"); v != "ssd" {
+		t.Errorf("nodeSelector patch missing: %v", w.Object)
+	}
+	if v, _, _ := unstructured.NestedBool(w.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot"); !v {
+		t.Errorf("securityContext patch missing: %v", w.Object)
+	}
+	containers, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "containers")
+	if len(containers) != 1 || containers[0].(map[string]any)["image"] != "nginx:2" {
+		t.Errorf("containers %v: want the one container with the parameter's image", containers)
+	}
+	// The recorded revision is a component spec: the patched workload and the component's parameters.
+	if spec := revisions["web-v10"]; len(spec.Parameters) != 2 || !strings.Contains(string(spec.Workload.Raw), `"disktype":"ssd"`) {
+		t.Errorf("recorded spec %s with %d parameters", spec.Workload.Raw, len(spec.Parameters))
+	}
+	if len(rc.Traits) != 1 || rc.Traits[0].GetKind() != "RolloutTrait" || len(rc.TraitStrategies) != 1 {
+		t.Errorf("delivered traits %d (strategies %d), want only the RolloutTrait", len(rc.Traits), len(rc.TraitStrategies))
+	}
+	if len(rc.PatchTraits) != 2 || rc.PatchTraits[0].GetName() != "shop-web-nodeselectortrait" || rc.PatchTraits[0].GetNamespace() != "prod" ||
+		rc.PatchTraits[0].GetLabels()[LabelAppConfigName] != "shop" {
+		t.Errorf("patch-trait objects %v: want them named after the AppConfig and component, in its namespace, labelled back to it", rc.PatchTraits)
+	}
+	if ref, _, _ := unstructured.NestedString(rc.Traits[0].Object, "spec", "targetRef", "name"); ref != "web-v10" {
+		t.Errorf("rollout targets %q, want web-v10", ref)
+	}
+
+	// Rendering again finds the same revision; a changed patch makes one more.
+	if out, err = Render(in); err != nil || out[0].RevisionName != "web-v10" {
+		t.Fatalf("again: %v, %v", out, err)
+	}
+	in2, _ := withPatches(renderInput(entry), map[string]string{
+		"NodeSelectorTrait":    `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"nvme"}}}}}`,
+		"SecurityContextTrait": `{"spec":{"template":{"spec":{"securityContext":{"runAsNonRoot":true}}}}}`,
+	})
+	in2.PatchedRevision = in.PatchedRevision
+	if out, err = Render(in2); err != nil || out[0].RevisionName != "web-v11" {
+		t.Fatalf("changed patch: revision %v, %v; want web-v11", out[0].RevisionName, err)
+	}
+}
+
+func TestRenderHoldsTheWorkloadUntilEveryPatchTraitIsReady(t *testing.T) {
+	in, revisions := withPatches(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits: []v1alpha2.ComponentTrait{
+			trait("NodeSelectorTrait", `{"disktype":"ssd"}`),
+			trait("SecurityContextTrait", `{"runAsNonRoot":true}`),
+		}}), map[string]string{"NodeSelectorTrait": `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"}}}}}`})
+	out, err := Render(in)
+	var pending *PatchesPendingError
+	if !errors.As(err, &pending) || out != nil || len(revisions) != 0 {
+		t.Fatalf("got %v, %v (%d revisions); want nothing rendered and a PatchesPendingError", out, err, len(revisions))
+	}
+	if len(pending.Waiting) != 1 || pending.Waiting[0] != "SecurityContextTrait" {
+		t.Errorf("waiting for %v, want the SecurityContextTrait", pending.Waiting)
+	}
+}
+
+func TestRenderMergesInlineWorkloadPatches(t *testing.T) {
+	sidecar := `{"apiVersion":"core.oam.dev/v1alpha2","kind":"WorkloadPatch","spec":{"spec":{"template":{"spec":{"containers":[{"name":"proxy","image":"envoy:1"}]}}}}}`
+	in, revisions := withPatches(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits:          []v1alpha2.ComponentTrait{{Trait: raw(sidecar)}}}), nil)
+	out, err := Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := out[0]
+	if len(rc.Traits) != 0 || len(rc.PatchTraits) != 0 || rc.RevisionName != "web-v10" || len(revisions) != 1 {
+		t.Errorf("traits %d, patch traits %d, revision %s: an inline patch is neither delivered nor published, and makes a revision",
+			len(rc.Traits), len(rc.PatchTraits), rc.RevisionName)
+	}
+	// A Deployment is patched strategically: the sidecar joins the container list instead of replacing it.
+	containers, _, _ := unstructured.NestedSlice(rc.Workload.Object, "spec", "template", "spec", "containers")
+	var names []string
+	for _, c := range containers {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, ",") != "proxy,web" && strings.Join(names, ",") != "web,proxy" {
+		t.Errorf("containers %v, want web and proxy", names)
+	}
+	if rc.Workload.GetName() != "web" {
+		t.Errorf("workload %s: without a revision-enabled trait it stays named after the component", rc.Workload.GetName())
+	}
+}
+
+func TestRenderRefusesAPatchThatDoesNotApply(t *testing.T) {
+	in, _ := withPatches(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}},
+		Traits:          []v1alpha2.ComponentTrait{trait("NodeSelectorTrait", `{}`)}}),
+		map[string]string{"NodeSelectorTrait": `[{"op":"replace","path":"/spec/nothing/here","value":1}]`})
+	_, err := Render(in)
+	var re *RenderError
+	if !errors.As(err, &re) || re.Reason != "InvalidPatch" || !strings.Contains(re.Message, "NodeSelectorTrait") {
+		t.Fatalf("got %v, want an InvalidPatch error naming the trait", err)
 	}
 }
 

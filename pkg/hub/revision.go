@@ -22,6 +22,9 @@ import (
 const (
 	// ComponentLabel names, on a ControllerRevision, the Component it is a revision of (seed 003).
 	ComponentLabel = "controller.oam.dev/component"
+	// PatchedLabel marks a revision holding the component's spec with an AppConfig's patches merged
+	// (seed 002), rather than the component's own spec.
+	PatchedLabel = "ferry.io/patched-from"
 	// specHashLabel identifies the spec a revision holds, so that an unchanged spec makes no revision.
 	specHashLabel = "ferry.io/component-spec-hash"
 	// DefaultRevisionsKept is how many revisions of a Component are kept besides the latest and those
@@ -61,33 +64,25 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("encode spec of component %s: %w", comp.Name, err)
 	}
-	sum := sha256.Sum256(spec)
-	hash := hex.EncodeToString(sum[:10])
+	hash := specHash(spec)
 
+	// The latest revision of the component's own spec: revisions made by patch traits are numbered in
+	// the same sequence but are not what componentName resolves to.
 	var latest *appsv1.ControllerRevision
-	if len(revs) > 0 {
-		latest = &revs[len(revs)-1]
+	for i := len(revs) - 1; i >= 0; i-- {
+		if revs[i].Labels[PatchedLabel] == "" {
+			latest = &revs[i]
+			break
+		}
 	}
 	if latest == nil || latest.Labels[specHashLabel] != hash {
-		n := int64(1)
-		if latest != nil {
-			n = latest.Revision + 1
-		}
-		rev := &appsv1.ControllerRevision{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      RevisionName(comp.Name, n),
-				Namespace: comp.Namespace,
-				Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: hash},
-			},
-			Data:     runtime.RawExtension{Raw: spec},
-			Revision: n,
-		}
-		if err := controllerutil.SetControllerReference(comp, rev, r.Scheme); err != nil {
+		rev, err := newRevision(comp, revs, spec, hash, r.Scheme)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if err := r.Client.Create(ctx, rev); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// The cache has not seen a revision we made: look again when it has.
+				// The cache has not seen a revision made since: look again when it has.
 				return ctrl.Result{Requeue: true}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("create revision %s: %w", rev.Name, err)
@@ -105,7 +100,34 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, fmt.Errorf("update status of component %s: %w", comp.Name, err)
 		}
 	}
-	return ctrl.Result{}, r.prune(ctx, comp, revs)
+	return ctrl.Result{}, r.prune(ctx, comp, revs, latest.Name)
+}
+
+// specHash identifies an encoded ComponentSpec.
+func specHash(spec []byte) string {
+	sum := sha256.Sum256(spec)
+	return hex.EncodeToString(sum[:10])
+}
+
+// newRevision is the next revision of comp, after revs (oldest first), holding spec.
+func newRevision(comp *v1alpha2.Component, revs []appsv1.ControllerRevision, spec []byte, hash string, scheme *runtime.Scheme) (*appsv1.ControllerRevision, error) {
+	n := int64(1)
+	if len(revs) > 0 {
+		n = revs[len(revs)-1].Revision + 1
+	}
+	rev := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RevisionName(comp.Name, n),
+			Namespace: comp.Namespace,
+			Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: hash},
+		},
+		Data:     runtime.RawExtension{Raw: spec},
+		Revision: n,
+	}
+	if err := controllerutil.SetControllerReference(comp, rev, scheme); err != nil {
+		return nil, err
+	}
+	return rev, nil
 }
 
 // RevisionName is the name of revision n of a component.
@@ -117,13 +139,18 @@ func (r *RevisionReconciler) revisions(ctx context.Context, comp *v1alpha2.Compo
 	if err := r.Client.List(ctx, list, client.InNamespace(comp.Namespace), client.MatchingLabels{ComponentLabel: comp.Name}); err != nil {
 		return nil, fmt.Errorf("list revisions of component %s: %w", comp.Name, err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Revision < list.Items[j].Revision })
-	return list.Items, nil
+	return sortRevisions(list.Items), nil
 }
 
-// prune deletes the oldest revisions beyond RevisionsKept, not counting the latest and the pinned ones,
-// which stay.
-func (r *RevisionReconciler) prune(ctx context.Context, comp *v1alpha2.Component, revs []appsv1.ControllerRevision) error {
+// sortRevisions sorts revisions oldest first.
+func sortRevisions(revs []appsv1.ControllerRevision) []appsv1.ControllerRevision {
+	sort.Slice(revs, func(i, j int) bool { return revs[i].Revision < revs[j].Revision })
+	return revs
+}
+
+// prune deletes the oldest revisions beyond RevisionsKept, not counting the newest, the latest of the
+// component's own spec, and those an AppConfig pins or renders now, which stay.
+func (r *RevisionReconciler) prune(ctx context.Context, comp *v1alpha2.Component, revs []appsv1.ControllerRevision, latest string) error {
 	kept := r.RevisionsKept
 	if kept <= 0 {
 		kept = DefaultRevisionsKept
@@ -135,15 +162,18 @@ func (r *RevisionReconciler) prune(ctx context.Context, comp *v1alpha2.Component
 	if err := r.Client.List(ctx, apps, client.InNamespace(comp.Namespace)); err != nil {
 		return fmt.Errorf("list application configurations: %w", err)
 	}
-	pinned := map[string]bool{}
+	pinned := map[string]bool{latest: true}
 	for _, app := range apps.Items {
 		for _, c := range app.Spec.Components {
 			if c.RevisionName != "" {
 				pinned[c.RevisionName] = true
 			}
 		}
+		for _, w := range app.Status.Workloads {
+			pinned[w.ComponentRevisionName] = true
+		}
 	}
-	var prunable []*appsv1.ControllerRevision // oldest first, the latest excluded
+	var prunable []*appsv1.ControllerRevision // oldest first, the newest excluded
 	for i := range revs[:len(revs)-1] {
 		if !pinned[revs[i].Name] {
 			prunable = append(prunable, &revs[i])

@@ -23,7 +23,10 @@ type Options struct {
 	ApplyOnceOnly ApplyOnceOnly
 	// RevisionsKept is how many old revisions of a Component are kept (besides the latest and the
 	// pinned ones).
-	RevisionsKept          int
+	RevisionsKept int
+	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
+	// revision-enabled trait stay delivered beside the current one.
+	EarlierRevisionsKept   int
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	LeaderElection         bool
@@ -36,6 +39,9 @@ func (o *Options) Validate() error {
 	case ApplyOnceOff, ApplyOnceOn, ApplyOnceForce:
 	default:
 		return fmt.Errorf("--apply-once-only %q: want off, on or force", o.ApplyOnceOnly)
+	}
+	if o.EarlierRevisionsKept < 1 {
+		return fmt.Errorf("--earlier-revisions-kept %d: want at least 1", o.EarlierRevisionsKept)
 	}
 	if o.RevisionsKept < 1 {
 		return fmt.Errorf("--revisions-kept %d: want at least 1", o.RevisionsKept)
@@ -61,7 +67,8 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly}).SetupWithManager(mgr)
+	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
+		EarlierRevisionsKept: o.EarlierRevisionsKept}).SetupWithManager(mgr)
 }
 
 // Run runs the hub controllers against the hub cfg reaches until ctx is done.

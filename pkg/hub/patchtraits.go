@@ -1,0 +1,235 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// publishPatchTraits creates or updates a component's patch-trait objects on the hub, where their
+// controllers publish the patches (seed 002), and collects the patches of those that are Ready.
+func (r *AppConfigReconciler) publishPatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]Patch, error) {
+	return func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
+		var patches []Patch
+		var waiting []string
+		for _, want := range traits {
+			id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
+			have, err := r.publish(ctx, app, component, want)
+			if err != nil {
+				return nil, err
+			}
+			configMap, why := patchConfig(have)
+			if why != "" {
+				waiting = append(waiting, id+": "+why)
+				continue
+			}
+			cm := &corev1.ConfigMap{}
+			if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: have.GetNamespace(), Name: configMap}, cm); err != nil {
+				if apierrors.IsNotFound(err) {
+					waiting = append(waiting, fmt.Sprintf("%s: its status.patchConfig names ConfigMap %s, which does not exist", id, configMap))
+					continue
+				}
+				return nil, fmt.Errorf("read patch of %s: %w", id, err)
+			}
+			data, ok := cm.Data[PatchConfigKey]
+			if !ok {
+				return nil, &RenderError{Component: component, Reason: "InvalidPatch",
+					Message: fmt.Sprintf("%s: ConfigMap %s named by its status.patchConfig has no data.%s", id, configMap, PatchConfigKey)}
+			}
+			patches = append(patches, Patch{Source: id, Data: []byte(data)})
+		}
+		if len(waiting) > 0 {
+			return nil, &PatchesPendingError{Component: component, Waiting: waiting}
+		}
+		return patches, nil
+	}
+}
+
+// patchConfig is the ConfigMap holding a patch trait's patch, or why the trait is not Ready. A status
+// about an older generation of the trait (status.observedGeneration, where the controller sets it)
+// describes an older patch: the trait is not Ready until its controller catches up.
+func patchConfig(trait *unstructured.Unstructured) (configMap, notReady string) {
+	phase, _, _ := unstructured.NestedString(trait.Object, "status", "phase")
+	if phase != PatchPhaseReady {
+		if phase == "" {
+			return "", "its controller has not set status.phase yet"
+		}
+		return "", fmt.Sprintf("status.phase is %s, not %s", phase, PatchPhaseReady)
+	}
+	if observed, found, _ := unstructured.NestedInt64(trait.Object, "status", "observedGeneration"); found && observed < trait.GetGeneration() {
+		return "", fmt.Sprintf("its status is of generation %d, the trait is at %d", observed, trait.GetGeneration())
+	}
+	name, _, _ := unstructured.NestedString(trait.Object, "status", "patchConfig")
+	if name == "" {
+		return "", "status.patchConfig names no ConfigMap"
+	}
+	return name, ""
+}
+
+// publish makes the hub's object of a patch trait match want, owned by the AppConfig, and returns it as
+// stored (with its status).
+func (r *AppConfigReconciler) publish(ctx context.Context, app *v1alpha2.ApplicationConfiguration, component string, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := want.GroupVersionKind()
+	id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(gvk)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, &RenderError{Component: component, Reason: "PatchTraitNotServed",
+			Message: fmt.Sprintf("patch trait %s: the hub serves no %s: install its CustomResourceDefinition on the hub", id, gvk)}
+	case apierrors.IsNotFound(err):
+		if err := controllerutil.SetControllerReference(app, want, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+		if err := r.Client.Create(ctx, want); err != nil {
+			return nil, fmt.Errorf("create patch trait %s: %w", id, err)
+		}
+		r.Recorder.Eventf(app, want, corev1.EventTypeNormal, "PatchTraitCreated", "Create", "created patch trait %s; the workload waits for its patch", id)
+		return want, r.watchKind(gvk)
+	case err != nil:
+		return nil, fmt.Errorf("read patch trait %s: %w", id, err)
+	}
+	if err := r.watchKind(gvk); err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(have, app) {
+		return nil, &RenderError{Component: component, Reason: "PatchTraitConflict",
+			Message: fmt.Sprintf("patch trait %s exists and does not belong to this AppConfig: name the trait differently", id)}
+	}
+	labels := have.GetLabels()
+	changed := !equality.Semantic.DeepEqual(have.Object["spec"], want.Object["spec"])
+	for k, v := range want.GetLabels() {
+		if labels[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return have, nil
+	}
+	if spec, ok := want.Object["spec"]; ok {
+		have.Object["spec"] = spec
+	} else {
+		delete(have.Object, "spec")
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range want.GetLabels() {
+		labels[k] = v
+	}
+	have.SetLabels(labels)
+	if err := r.Client.Update(ctx, have); err != nil {
+		return nil, fmt.Errorf("update patch trait %s: %w", id, err)
+	}
+	return have, nil
+}
+
+// watchKind watches the hub's objects of a patch-trait kind, once, so that a trait's status brings its
+// AppConfig back at once.
+func (r *AppConfigReconciler) watchKind(gvk schema.GroupVersionKind) error {
+	if r.controller == nil {
+		return nil
+	}
+	if _, seen := r.watched.LoadOrStore(gvk, true); seen {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.controller.Watch(source.Kind[client.Object](r.cache, obj, r.byLabels)); err != nil {
+		r.watched.Delete(gvk)
+		return fmt.Errorf("watch patch traits of kind %s: %w", gvk, err)
+	}
+	return nil
+}
+
+// deleteStalePatchTraits deletes the patch-trait objects the AppConfig had (by its status) and no longer
+// has.
+func (r *AppConfigReconciler) deleteStalePatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent) error {
+	keep := map[v1alpha2.TypedReference]bool{}
+	for _, rc := range rendered {
+		for _, t := range rc.PatchTraits {
+			keep[ref(t)] = true
+		}
+	}
+	return r.deletePatchTraits(ctx, app, keep)
+}
+
+// deletePatchTraits deletes the AppConfig's patch-trait objects (by its status) but those in keep.
+func (r *AppConfigReconciler) deletePatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration, keep map[v1alpha2.TypedReference]bool) error {
+	for _, w := range app.Status.Workloads {
+		for _, t := range w.PatchTraits {
+			if keep[t.Reference] {
+				continue
+			}
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion(t.Reference.APIVersion)
+			obj.SetKind(t.Reference.Kind)
+			obj.SetNamespace(app.Namespace)
+			obj.SetName(t.Reference.Name)
+			err := r.Client.Delete(ctx, obj)
+			if err == nil {
+				r.Recorder.Eventf(app, obj, corev1.EventTypeNormal, "PatchTraitDeleted", "Delete", "deleted patch trait %s %s", t.Reference.Kind, t.Reference.Name)
+			}
+			if client.IgnoreNotFound(err) != nil && !meta.IsNoMatchError(err) {
+				return fmt.Errorf("delete patch trait %s %s: %w", t.Reference.Kind, t.Reference.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// patchedRevision finds the component's revision holding spec, a spec with patches merged, or records
+// it as the component's next revision (seed 002: a change of any patch is a new revision).
+func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, *v1alpha2.ComponentSpec) (string, error) {
+	namespace := app.Namespace
+	return func(component string, spec *v1alpha2.ComponentSpec) (string, error) {
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			return "", err
+		}
+		hash := specHash(raw)
+		list := &appsv1.ControllerRevisionList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ComponentLabel: component}); err != nil {
+			return "", fmt.Errorf("list revisions of component %s: %w", component, err)
+		}
+		revs := sortRevisions(list.Items)
+		for _, rev := range revs {
+			if rev.Labels[specHashLabel] == hash {
+				return rev.Name, nil
+			}
+		}
+		comp := &v1alpha2.Component{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
+			return "", fmt.Errorf("component %s: %w", component, err)
+		}
+		rev, err := newRevision(comp, revs, raw, hash, r.Client.Scheme())
+		if err != nil {
+			return "", err
+		}
+		rev.Labels[PatchedLabel] = "true"
+		if err := r.Client.Create(ctx, rev); err != nil {
+			// Already there: made by an earlier round the cache has not seen, or taken by another
+			// revision meanwhile; the next round sees which.
+			return "", fmt.Errorf("create revision %s: %w", rev.Name, err)
+		}
+		r.Recorder.Eventf(comp, rev, corev1.EventTypeNormal, "PatchedRevisionCreated", "Create",
+			"recorded revision %s: the component's spec with the patches of AppConfig %s merged", rev.Name, app.Name)
+		return rev.Name, nil
+	}
+}

@@ -1,0 +1,315 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// repoRoot is the checkout this test file is in.
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// cluster is one running cluster as a user reaches it: through its kubeconfig.
+type cluster struct {
+	name   string
+	dyn    dynamic.Interface
+	mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func connect(t *testing.T, name, kubeconfig string) *cluster {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{name: name, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+}
+
+// resource is the client of obj's kind and namespace.
+func (c *cluster) resource(t *testing.T, gvk schema.GroupVersionKind, namespace string) dynamic.ResourceInterface {
+	t.Helper()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		c.mapper.Reset()
+		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.dyn.Resource(m.Resource).Namespace(namespace)
+	}
+	return c.dyn.Resource(m.Resource)
+}
+
+// apply creates every object of a YAML file, in namespace unless the object names its own.
+func (c *cluster) apply(t *testing.T, file, namespace string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(namespace)
+		}
+		if _, err := c.resource(t, obj.GroupVersionKind(), obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: create %s %s: %v", c.name, obj.GetKind(), obj.GetName(), err)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+func (c *cluster) get(t *testing.T, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	return c.resource(t, gvk, namespace).Get(t.Context(), name, metav1.GetOptions{})
+}
+
+func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+var (
+	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	appConfigGVK  = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: "ApplicationConfiguration"}
+	componentGVK  = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: "Component"}
+	workGVK       = schema.GroupVersionKind{Group: "work.open-cluster-management.io", Version: "v1", Kind: "ManifestWork"}
+)
+
+// startLocal builds ferry-hub, ferry-agent and ferry-local and runs a local hub with cluster1 and
+// cluster2 in the foreground of a child process that dies with the test: the real binaries, joined as
+// clusteradm joins, as `make local-up` runs them. It returns the hub and the spokes.
+func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
+	t.Helper()
+	root := repoRoot(t)
+	bin := t.TempDir()
+	for name, pkg := range map[string]string{"ferry-hub": "./cmd/hub", "ferry-agent": "./cmd/agent", "ferry-local": "./hack/local"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, out)
+		}
+	}
+	state = t.TempDir()
+	args := []string{"serve", "--state-dir", state,
+		"--agent-role", filepath.Join(root, "deploy/agent/hub-clusterrole.yaml"), "--hub-role", filepath.Join(root, "deploy/hub/clusterrole.yaml")}
+	if dir := os.Getenv("FERRY_CONTROL_PLANE_DIR"); dir != "" {
+		args = append(args, "--binary-dir", dir)
+	} else {
+		args = append(args, "--binary-dir", filepath.Join(root, "bin/control-plane/current"))
+	}
+	serve := exec.Command(filepath.Join(bin, "ferry-local"), args...)
+	logPath := filepath.Join(state, "serve.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve.Stdout, serve.Stderr = logf, logf
+	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logf.Close()
+	exited := make(chan struct{})
+	go func() { _ = serve.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = serve.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = serve.Process.Kill()
+			<-exited
+			t.Errorf("ferry-local did not stop within 30s of SIGTERM")
+		}
+		if t.Failed() {
+			for _, log := range []string{"serve.log", "hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
+				if data, err := os.ReadFile(filepath.Join(state, log)); err == nil {
+					t.Logf("%s:\n%s", log, tail(string(data), 40))
+				}
+			}
+		}
+	})
+	eventually(t, "local hub and spokes ready", 3*time.Minute, func(context.Context) (bool, error) {
+		select {
+		case <-exited:
+			data, _ := os.ReadFile(logPath)
+			t.Fatalf("ferry-local exited:\n%s", data)
+		default:
+		}
+		_, err := os.Stat(filepath.Join(state, "clusters"))
+		return err == nil, nil
+	})
+	hub = connect(t, "hub", filepath.Join(state, "hub.kubeconfig"))
+	for _, name := range []string{"cluster1", "cluster2"} {
+		spokes = append(spokes, connect(t, name, filepath.Join(state, name+".kubeconfig")))
+	}
+	return hub, spokes, state
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// The main job, as a user does it: an OAM application and a ManifestWork written on the hub reach both
+// spokes through the real ferry-hub and ferry-agent, their status comes back, a change of the component
+// follows, and deleting the application removes it from the spokes.
+func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
+	hub, spokes, state := startLocal(t)
+	root := repoRoot(t)
+
+	hub.apply(t, filepath.Join(root, "examples/hello-app.yaml"), "default")
+	hub.apply(t, filepath.Join(root, "examples/hello-work.yaml"), "cluster1")
+
+	eventually(t, "AppConfig applied and available on both clusters", time.Minute, func(context.Context) (bool, error) {
+		app, err := hub.get(t, appConfigGVK, "default", "hello-app")
+		if err != nil {
+			return false, nil
+		}
+		applied, _, _ := unstructured.NestedString(app.Object, "status", "summary", "applied")
+		available, _, _ := unstructured.NestedString(app.Object, "status", "summary", "available")
+		return applied == "2/2" && available == "2/2", nil
+	})
+	image := func(s *cluster) string {
+		d, err := s.get(t, deploymentGVK, "default", "hello-web")
+		if err != nil {
+			return ""
+		}
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		if len(containers) == 0 {
+			return ""
+		}
+		img, _ := containers[0].(map[string]any)["image"].(string)
+		return img
+	}
+	for _, s := range spokes {
+		if got := image(s); got != "nginx:1.27.1" {
+			t.Errorf("%s: Deployment hello-web image %q, want the AppConfig's parameter nginx:1.27.1", s.name, got)
+		}
+	}
+	eventually(t, "ManifestWork hello applied on cluster1", time.Minute, func(context.Context) (bool, error) {
+		w, err := hub.get(t, workGVK, "cluster1", "hello")
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(w.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if c["type"] == "Applied" && c["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if _, err := spokes[0].get(t, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "hello", "greeting"); err != nil {
+		t.Errorf("cluster1: ConfigMap hello/greeting of the ManifestWork: %v", err)
+	}
+
+	// The component changes: a new revision, delivered to both clusters. The AppConfig's parameter
+	// still sets the image, so change what it does not set.
+	eventually(t, "edit the component", 10*time.Second, func(ctx context.Context) (bool, error) {
+		comp, err := hub.get(t, componentGVK, "default", "hello-web")
+		if err != nil {
+			return false, err
+		}
+		containers, _, _ := unstructured.NestedSlice(comp.Object, "spec", "workload", "spec", "template", "spec", "containers")
+		containers[0].(map[string]any)["env"] = []any{map[string]any{"name": "GREETING", "value": "hello"}}
+		if err := unstructured.SetNestedSlice(comp.Object, containers, "spec", "workload", "spec", "template", "spec", "containers"); err != nil {
+			return false, err
+		}
+		_, err = hub.resource(t, componentGVK, "default").Update(ctx, comp, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	for _, s := range spokes {
+		eventually(t, s.name+": Deployment follows the component's revision 2", time.Minute, func(context.Context) (bool, error) {
+			d, err := s.get(t, deploymentGVK, "default", "hello-web")
+			if err != nil {
+				return false, nil
+			}
+			return d.GetLabels()["app.oam.dev/revision"] == "hello-web-v2" && strings.Contains(string(must(d.MarshalJSON())), "GREETING"), nil
+		})
+	}
+
+	// Deleting the application removes it from the spokes, then from the hub.
+	if err := hub.resource(t, appConfigGVK, "default").Delete(t.Context(), "hello-app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "application gone from the spokes and the hub", time.Minute, func(context.Context) (bool, error) {
+		for _, s := range spokes {
+			if _, err := s.get(t, deploymentGVK, "default", "hello-web"); !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		_, err := hub.get(t, appConfigGVK, "default", "hello-app")
+		return apierrors.IsNotFound(err), nil
+	})
+
+	// ferry-hub ran with only deploy/hub/clusterrole.yaml, the agents with only
+	// deploy/agent/hub-clusterrole.yaml in their cluster's namespace: nothing was refused.
+	for _, log := range []string{"hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
+		data, err := os.ReadFile(filepath.Join(state, log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "forbidden") {
+				t.Errorf("%s: a permission the shipped role lacks: %s", log, line)
+			}
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
