@@ -35,6 +35,8 @@ const (
 	// DefaultEarlierRevisionsKept is how many earlier revisions' workloads stay beside the current one
 	// for a revision-enabled trait: enough for a rollout in progress when one more revision comes.
 	DefaultEarlierRevisionsKept = 2
+	// AnnotationSpecHash, on a ManifestWork, identifies the spec the hub last wrote into it.
+	AnnotationSpecHash = "ferry.io/spec-hash"
 	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
 	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
 	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
@@ -199,9 +201,17 @@ func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.Applicati
 	return out, nil
 }
 
-// sync creates the ManifestWork or updates its spec and labels, writing only when they changed.
+// sync creates the ManifestWork or updates its spec and labels, writing only when they changed. What
+// was written is known by a hash of the spec in an annotation: the API server fills defaults into the
+// stored spec, so comparing it with the rendered one would see a change every time.
 func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) error {
+	spec, err := json.Marshal(want.Spec)
+	if err != nil {
+		return fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	hash := specHash(spec)
 	if have == nil {
+		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationSpecHash, hash)
 		if err := r.Client.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				return nil // the cache is behind: the next round compares
@@ -212,10 +222,11 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 			"created ManifestWork %s/%s with %d manifests", want.Namespace, want.Name, len(want.Spec.Workload.Manifests))
 		return nil
 	}
-	if equality.Semantic.DeepEqual(have.Spec, want.Spec) && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
+	if have.Annotations[AnnotationSpecHash] == hash && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
 		return nil
 	}
 	have.Spec, have.Labels = want.Spec, want.Labels
+	metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, hash)
 	if err := r.Client.Update(ctx, have); err != nil {
 		return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
 	}
@@ -316,7 +327,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 	status.Clusters = nil
 	applied, available := 0, 0
 	for _, cluster := range sortedKeys(works) {
-		cs := clusterStatus(works[cluster])
+		cs := clusterStatus(works[cluster], currentObjects(status.Workloads))
 		if cs.Applied == metav1.ConditionTrue {
 			applied++
 		}
@@ -339,16 +350,32 @@ func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {
 	return v1alpha2.TypedReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}
 }
 
-// clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster.
-func clusterStatus(mw *workv1.ManifestWork) v1alpha2.ClusterStatus {
+// currentObjects are the kind/name of the workloads and traits the AppConfig renders now.
+func currentObjects(workloads []v1alpha2.WorkloadStatus) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range workloads {
+		out[w.Reference.Kind+"/"+w.Reference.Name] = true
+		for _, t := range w.Traits {
+			out[t.Reference.Kind+"/"+t.Reference.Name] = true
+		}
+	}
+	return out
+}
+
+// clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster. The cluster's
+// Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
+// revision's workload kept for a rollout may be scaled away and deleted without the application
+// being any less available.
+func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.ClusterStatus {
 	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
 		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
 		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
+	var applied, available []metav1.ConditionStatus
 	for _, m := range mw.Status.ResourceStatus.Manifests {
 		ms := v1alpha2.ManifestStatus{
 			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
-			Applied:   conditionStatus(m.Conditions, workv1.ManifestApplied, -1),
-			Available: conditionStatus(m.Conditions, workv1.ManifestAvailable, -1),
+			Applied:   manifestConditionStatus(m.Conditions, workv1.ManifestApplied, mw.Generation),
+			Available: manifestConditionStatus(m.Conditions, workv1.ManifestAvailable, mw.Generation),
 		}
 		if m.ResourceMeta.Group != "" {
 			ms.APIVersion = m.ResourceMeta.Group + "/" + m.ResourceMeta.Version
@@ -362,8 +389,32 @@ func clusterStatus(mw *workv1.ManifestWork) v1alpha2.ClusterStatus {
 			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
 		}
 		cs.Manifests = append(cs.Manifests, ms)
+		if current[ms.Kind+"/"+ms.Name] {
+			applied, available = append(applied, ms.Applied), append(available, ms.Available)
+		}
+	}
+	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
+		// The work reports on this generation: judge by the current objects alone.
+		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
 	}
 	return cs
+}
+
+// aggregate is True when all want statuses are reported True, False when any is False, else Unknown.
+func aggregate(statuses []metav1.ConditionStatus, want int) metav1.ConditionStatus {
+	trues := 0
+	for _, s := range statuses {
+		switch s {
+		case metav1.ConditionFalse:
+			return metav1.ConditionFalse
+		case metav1.ConditionTrue:
+			trues++
+		}
+	}
+	if trues >= want {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionUnknown
 }
 
 // conditionStatus is the status of condition typ, Unknown when missing or (gen >= 0) about an older
@@ -371,6 +422,16 @@ func clusterStatus(mw *workv1.ManifestWork) v1alpha2.ClusterStatus {
 func conditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
 	c := meta.FindStatusCondition(conds, typ)
 	if c == nil || (gen >= 0 && c.ObservedGeneration != gen) {
+		return metav1.ConditionUnknown
+	}
+	return c.Status
+}
+
+// manifestConditionStatus is conditionStatus for a manifest's condition, which agents that do not
+// record the generation (observedGeneration 0) report too.
+func manifestConditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || (c.ObservedGeneration != 0 && c.ObservedGeneration != gen) {
 		return metav1.ConditionUnknown
 	}
 	return c.Status

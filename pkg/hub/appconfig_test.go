@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
@@ -288,5 +290,72 @@ func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
 		if d, _ := f.waitShopOn(c, "nginx:3"); d != before[c].deployment {
 			t.Errorf("the Deployment on %s was re-created, not updated", c)
 		}
+	}
+}
+
+// appConfigReconciles is how many reconciles the AppConfig controllers of this process have finished.
+func appConfigReconciles(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range families {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "appconfigs" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// Steady state costs the hub nothing: once an application is delivered and its status folded back,
+// reconciling it again (an unrelated edit of the AppConfig, of its Component, of a cluster) writes
+// nothing — no ManifestWork, no status, no event.
+func TestDeliveredAppConfigReconciledAgainWritesNothing(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
+	f.waitApp("shop", "applied and available on both clusters", func(app *v1alpha2.ApplicationConfiguration) bool {
+		return isReady(app) && app.Status.Summary != nil && app.Status.Summary.Applied == "2/2" && app.Status.Summary.Available == "2/2"
+	})
+	// The agents' last status reports reach the hub; then the hub goes quiet.
+	f.eventually("the hub controllers stop writing", func(ctx context.Context) (bool, error) {
+		before := f.hubWrites.Load()
+		reconciles := appConfigReconciles(t)
+		f.consistently("quiet", time.Second, func(context.Context) (bool, error) { return true, nil })
+		return f.hubWrites.Load() == before && appConfigReconciles(t) == reconciles, nil
+	})
+
+	writes, reconciles := f.hubWrites.Load(), appConfigReconciles(t)
+	touch := func(obj client.Object) {
+		f.eventually("touch "+obj.GetName(), func(ctx context.Context) (bool, error) {
+			if err := f.hub.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return false, err
+			}
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["ferry.io/touched"] = strconv.Itoa(len(labels))
+			obj.SetLabels(labels)
+			return true, f.hub.Update(ctx, obj)
+		})
+	}
+	touch(&v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "shop"}})
+	touch(&v1alpha2.Component{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "web"}})
+	f.eventually("the AppConfig reconciled again", func(context.Context) (bool, error) {
+		return appConfigReconciles(t) >= reconciles+2, nil
+	})
+	if n := f.hubWrites.Load() - writes; n != 0 {
+		t.Errorf("reconciling an unchanged, delivered AppConfig wrote %d times to the hub; want 0", n)
 	}
 }

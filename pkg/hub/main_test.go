@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,7 +256,12 @@ type fixture struct {
 	t          *testing.T
 	ns         string
 	hubRunning bool
+	hubWrites  *atomic.Int64 // requests of the hub controllers other than reads
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // setup gives the test a namespace of its own on the hub and on both spokes.
 func setup(t *testing.T) *fixture {
@@ -283,7 +290,18 @@ func (f *fixture) startHub(o hub.Options) {
 	if f.hubRunning {
 		f.t.Fatal("the hub controllers run already")
 	}
-	mgr, err := ctrl.NewManager(f.env.Hub.Config, ctrl.Options{
+	// Every request the hub controllers send that is not a read is counted.
+	cfg := rest.CopyConfig(f.env.Hub.Config)
+	f.hubWrites = &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				f.hubWrites.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 f.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

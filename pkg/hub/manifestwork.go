@@ -175,7 +175,12 @@ func KeepEarlierRevisions(want, have *workv1.ManifestWork, rendered []RenderedCo
 	for _, e := range found {
 		if keep[key{e.component, e.revision}] {
 			want.Spec.Workload.Manifests = append(want.Spec.Workload.Manifests, e.manifest)
-			want.Spec.ManifestConfigs = append(want.Spec.ManifestConfigs, e.configs...)
+			for _, cfg := range e.configs {
+				// The trait owns an earlier revision's workload now: it scales it down and deletes it,
+				// and the agent must neither undo that nor re-create it.
+				cfg.UpdateStrategy = &workv1.UpdateStrategy{Type: ApplyOnceForce.defaultStrategy()}
+				want.Spec.ManifestConfigs = append(want.Spec.ManifestConfigs, cfg)
+			}
 		}
 	}
 	return nil

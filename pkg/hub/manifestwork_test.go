@@ -119,9 +119,15 @@ func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t 
 	if err := KeepEarlierRevisions(v2, v1, rendered, 2); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"deployments/web-v2", "rollouttraits/web-v2-rollouttrait", "deployments/web-v1"}
+	want := []string{"deployments/web-v2", "rollouttraits/web-rollouttrait", "deployments/web-v1"}
 	if got := names(v2); strings.Join(got, " ") != strings.Join(want, " ") || len(v2.Spec.Workload.Manifests) != 3 {
 		t.Errorf("work after moving to v2 = %v (%d manifests), want %v", got, len(v2.Spec.Workload.Manifests), want)
+	}
+	if s := v2.Spec.ManifestConfigs[2].UpdateStrategy; s == nil || s.Type != "ApplyOnceForce" {
+		t.Errorf("web-v1 kept under %v; want ApplyOnceForce, so that the rollout may scale and delete it", s)
+	}
+	if s := v2.Spec.ManifestConfigs[0].UpdateStrategy; s == nil || s.Type != workv1.UpdateStrategyTypeUpdate {
+		t.Errorf("web-v2 under %v; want the hub's default, Update", s)
 	}
 
 	scaler := []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":2}`)}

@@ -2,20 +2,20 @@ package hub_test
 
 import (
 	"context"
-	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
-	workv1 "open-cluster-management.io/api/work/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -25,10 +25,10 @@ import (
 const patchTraitGroup = "extended.oam.dev"
 
 // installPatchTraitKind defines a namespaced kind of patch trait (group extended.oam.dev, with a status
-// subresource as a trait controller has) on the cluster c reaches, with its TraitDefinition, and waits
-// until it is served.
-func installPatchTraitKind(t *testing.T, c client.Client, kind string) {
-	t.Helper()
+// subresource as a trait controller has) on the hub, with its TraitDefinition, and waits until it is
+// served. Patch traits live on the hub only.
+func (f *fixture) installPatchTraitKind(kind string) {
+	f.t.Helper()
 	plural := strings.ToLower(kind) + "s"
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1",
@@ -47,44 +47,43 @@ func installPatchTraitKind(t *testing.T, c client.Client, kind string) {
 			}},
 		},
 	}}
-	if err := c.Create(t.Context(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create CRD %s: %v", crd.GetName(), err)
+	if err := f.hub.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatalf("create CRD %s: %v", crd.GetName(), err)
 	}
 	def := &v1alpha2.TraitDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + patchTraitGroup},
 		Spec:       v1alpha2.TraitDefinitionSpec{Reference: v1alpha2.DefinitionReference{Name: plural + "." + patchTraitGroup}, Patch: true},
 	}
-	if err := c.Create(t.Context(), def); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create TraitDefinition %s: %v", def.Name, err)
+	if err := f.hub.Create(context.Background(), def); err != nil && !apierrors.IsAlreadyExists(err) {
+		f.t.Fatalf("create TraitDefinition %s: %v", def.Name, err)
 	}
-	eventually(t, "kind "+kind+" served", func(ctx context.Context) (bool, error) {
+	f.eventually("kind "+kind+" served", func(ctx context.Context) (bool, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(schema.GroupVersionKind{Group: patchTraitGroup, Version: "v1alpha2", Kind: kind + "List"})
-		return c.List(ctx, list) == nil, nil
+		return f.hub.List(ctx, list) == nil, nil
 	})
 }
 
-// patchTraitController plays a patch trait's controller: it publishes patch in a ConfigMap and marks
-// the trait Ready for its current generation.
-func patchTraitController(t *testing.T, c client.Client, namespace, kind, name, patch string) {
-	t.Helper()
+// publishPatch plays a patch trait's controller: it publishes patch in a ConfigMap and marks the trait
+// Ready for its current generation.
+func (f *fixture) publishPatch(kind, name, patch string) {
+	f.t.Helper()
 	cmName := name + "-patch"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: namespace}, Data: map[string]string{hub.PatchConfigKey: patch}}
-	if err := c.Create(t.Context(), cm); apierrors.IsAlreadyExists(err) {
-		err = c.Update(t.Context(), cm)
-		if err != nil {
-			t.Fatalf("update ConfigMap %s: %v", cmName, err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: f.ns}, Data: map[string]string{hub.PatchConfigKey: patch}}
+	if err := f.hub.Create(context.Background(), cm); apierrors.IsAlreadyExists(err) {
+		if err := f.hub.Update(context.Background(), cm); err != nil {
+			f.t.Fatalf("update ConfigMap %s: %v", cmName, err)
 		}
 	} else if err != nil {
-		t.Fatalf("create ConfigMap %s: %v", cmName, err)
+		f.t.Fatalf("create ConfigMap %s: %v", cmName, err)
 	}
-	eventually(t, "mark "+kind+" "+name+" Ready", func(ctx context.Context) (bool, error) {
+	f.eventually("mark "+kind+" "+name+" Ready", func(ctx context.Context) (bool, error) {
 		tr := patchTrait(kind)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, tr); err != nil {
-			return false, nil
+		if err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, tr); err != nil {
+			return false, err
 		}
 		tr.Object["status"] = map[string]any{"phase": hub.PatchPhaseReady, "patchConfig": cmName, "observedGeneration": tr.GetGeneration()}
-		return c.Status().Update(ctx, tr) == nil, nil
+		return true, f.hub.Status().Update(ctx, tr)
 	})
 }
 
@@ -94,153 +93,174 @@ func patchTrait(kind string) *unstructured.Unstructured {
 	return u
 }
 
-func traitRaw(kind, spec string) v1alpha2.ComponentTrait {
-	return v1alpha2.ComponentTrait{Trait: runtime.RawExtension{Raw: []byte(
-		`{"apiVersion":"` + patchTraitGroup + `/v1alpha2","kind":"` + kind + `","spec":` + spec + `}`)}}
+func patchTraitOf(kind, spec string) v1alpha2.ComponentTrait {
+	return traitOf(schema.GroupVersionKind{Group: patchTraitGroup, Version: "v1alpha2", Kind: kind}, spec)
 }
 
-// workloadOf decodes the first manifest of a ManifestWork.
-func workloadOf(t *testing.T, mw *workv1.ManifestWork) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(mw.Spec.Workload.Manifests[0].Raw, &u.Object); err != nil {
-		t.Fatal(err)
+// watchDeployments records every version of the test namespace's Deployments on a spoke that its
+// API server reports, from now on.
+func (f *fixture) watchDeployments(cluster string) func() []appsv1.Deployment {
+	f.t.Helper()
+	kube, err := kubernetes.NewForConfig(f.env.Spoke(cluster).Config)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	return u
-}
-
-// Seed 002 on the hub: the patch traits are created beside the AppConfig; the workload is delivered
-// only once every one of them is Ready, with all their patches, as a revision of its own; a changed
-// patch is delivered once it is published, as one more revision.
-func TestPatchTraitsArePublishedAndMergedBeforeTheWorkloadIsDelivered(t *testing.T) {
-	c := startHub(t)
-	mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}})
-	mustCreate(t, c, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster1"}})
-	installPatchTraitKind(t, c, "NodeSelector")
-	installPatchTraitKind(t, c, "SecurityContext")
-	mustCreate(t, c, component("nginx:1"))
-	app := &v1alpha2.ApplicationConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"},
-		Spec: v1alpha2.ApplicationConfigurationSpec{
-			Placement: &v1alpha2.Placement{Clusters: []string{"cluster1"}},
-			Components: []v1alpha2.ApplicationConfigurationComponent{{
-				ComponentName: "web",
-				Traits:        []v1alpha2.ComponentTrait{traitRaw("NodeSelector", `{"disktype":"ssd"}`), traitRaw("SecurityContext", `{"runAsNonRoot":true}`)},
-			}},
-		},
+	w, err := kube.AppsV1().Deployments(f.ns).Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	mustCreate(t, c, app)
-
-	getApp := func(ctx context.Context) *v1alpha2.ApplicationConfiguration {
-		got := &v1alpha2.ApplicationConfiguration{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(app), got); err != nil {
-			t.Fatal(err)
+	var mu sync.Mutex
+	var seen []appsv1.Deployment
+	go func() {
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type != watch.Deleted {
+				mu.Lock()
+				seen = append(seen, *d.DeepCopy())
+				mu.Unlock()
+			}
 		}
-		return got
+	}()
+	f.t.Cleanup(w.Stop)
+	return func() []appsv1.Deployment {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
-	work := func(ctx context.Context) (*workv1.ManifestWork, error) {
-		mw := &workv1.ManifestWork{}
-		return mw, c.Get(ctx, client.ObjectKey{Namespace: "cluster1", Name: "default.shop"}, mw)
+}
+
+func nodeSelector(d *appsv1.Deployment) string { return d.Spec.Template.Spec.NodeSelector["disktype"] }
+
+func runsAsNonRoot(d *appsv1.Deployment) bool {
+	sc := d.Spec.Template.Spec.SecurityContext
+	return sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot
+}
+
+// Seed 002 through the whole chain: two patch traits (nodeSelector, securityContext) on a Deployment
+// component. Their objects are created on the hub; the Deployment reaches each spoke only once both
+// are Ready, created once with both patches (generation 1) and never seen without them; a changed
+// patch is one more revision and one more change of the Deployment, once its controller publishes it.
+func TestPatchTraitsReachTheSpokesOnceWithAllPatches(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.installPatchTraitKind("NodeSelector")
+	f.installPatchTraitKind("SecurityContext")
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	seen := map[string]func() []appsv1.Deployment{}
+	for _, c := range clusters {
+		seen[c] = f.watchDeployments(c)
 	}
+	f.createApp(f.appConfig("shop", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{
+		ComponentName: "web",
+		Traits:        []v1alpha2.ComponentTrait{patchTraitOf("NodeSelector", `{"disktype":"ssd"}`), patchTraitOf("SecurityContext", `{"runAsNonRoot":true}`)},
+	}))
 	waitingFor := func(what string) {
 		t.Helper()
-		eventually(t, "AppConfig waiting for "+what, func(ctx context.Context) (bool, error) {
-			cond := meta.FindStatusCondition(getApp(ctx).Status.Conditions, hub.ConditionReady)
-			return cond != nil && cond.Reason == "WaitingForPatchTraits" && strings.Contains(cond.Message, what), nil
+		f.waitApp("shop", "waiting for "+what, func(a *v1alpha2.ApplicationConfiguration) bool {
+			c := ready(a)
+			return c != nil && c.Reason == "WaitingForPatchTraits" && strings.Contains(c.Message, what)
 		})
 	}
 
 	// Both trait objects are created on the hub, owned by the AppConfig; nothing is delivered yet.
 	for _, kind := range []string{"NodeSelector", "SecurityContext"} {
-		eventually(t, kind+" created on the hub", func(ctx context.Context) (bool, error) {
+		f.eventually(kind+" created on the hub", func(ctx context.Context) (bool, error) {
 			tr := patchTrait(kind)
-			err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop-web-" + strings.ToLower(kind)}, tr)
-			return err == nil && len(tr.GetOwnerReferences()) == 1 && tr.GetOwnerReferences()[0].Name == "shop", nil
+			if err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "shop-web-" + strings.ToLower(kind)}, tr); err != nil {
+				return false, err
+			}
+			return len(tr.GetOwnerReferences()) == 1 && tr.GetOwnerReferences()[0].Name == "shop", nil
 		})
 	}
-	waitingFor("NodeSelector default/shop-web-nodeselector")
-	patchTraitController(t, c, "default", "NodeSelector", "shop-web-nodeselector", `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"}}}}}`)
-	waitingFor("SecurityContext default/shop-web-securitycontext")
-	if _, err := work(t.Context()); !apierrors.IsNotFound(err) {
-		t.Fatalf("a ManifestWork exists while a patch trait is not Ready (%v): the workload would run without its patch", err)
+	waitingFor("NodeSelector " + f.ns + "/shop-web-nodeselector")
+	f.publishPatch("NodeSelector", "shop-web-nodeselector", `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"}}}}}`)
+	waitingFor("SecurityContext " + f.ns + "/shop-web-securitycontext")
+	if works, err := f.works(context.Background(), "shop"); err != nil || len(works) != 0 {
+		t.Fatalf("%d ManifestWorks (%v) while a patch trait is not Ready: the workload would run without its patch", len(works), err)
 	}
 
-	patchTraitController(t, c, "default", "SecurityContext", "shop-web-securitycontext", `{"spec":{"template":{"spec":{"securityContext":{"runAsNonRoot":true}}}}}`)
-	var mw *workv1.ManifestWork
-	eventually(t, "ManifestWork with both patches", func(ctx context.Context) (bool, error) {
-		var err error
-		mw, err = work(ctx)
-		return err == nil, nil
+	f.publishPatch("SecurityContext", "shop-web-securitycontext", `{"spec":{"template":{"spec":{"securityContext":{"runAsNonRoot":true}}}}}`)
+	for _, c := range clusters {
+		d := f.waitDeployment(c, "web", "created with both patches", func(d *appsv1.Deployment) bool {
+			return nodeSelector(d) == "ssd" && runsAsNonRoot(d)
+		})
+		if d.Generation != 1 || d.Labels[hub.LabelRevision] != "web-v2" {
+			t.Errorf("%s: Deployment web at generation %d, revision %q; want created once (generation 1) as the patched revision web-v2",
+				c, d.Generation, d.Labels[hub.LabelRevision])
+		}
+	}
+	app := f.waitApp("shop", "Ready with the patched revision", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return isReady(a) && len(a.Status.Workloads) == 1 && a.Status.Workloads[0].ComponentRevisionName == "web-v2" &&
+			len(a.Status.Workloads[0].PatchTraits) == 2 && a.Status.Summary != nil && a.Status.Summary.Applied == "2/2"
 	})
-	w := workloadOf(t, mw)
-	if v, _, _ := unstructured.NestedString(w.Object, "spec", "template", "spec", "nodeSelector", "disktype"); v != "ssd" {
-		t.Errorf("delivered Deployment lacks the nodeSelector patch: %v", w.Object)
+	if len(app.Status.Workloads[0].Traits) != 0 {
+		t.Errorf("delivered traits %v: patch traits are merged, not delivered", app.Status.Workloads[0].Traits)
 	}
-	if v, _, _ := unstructured.NestedBool(w.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot"); !v {
-		t.Errorf("delivered Deployment lacks the securityContext patch: %v", w.Object)
-	}
-	if w.GetLabels()[hub.LabelRevision] != "web-v2" || len(mw.Spec.Workload.Manifests) != 1 {
-		t.Errorf("revision label %q and %d manifests; want web-v2 (the patched revision) and only the workload",
-			w.GetLabels()[hub.LabelRevision], len(mw.Spec.Workload.Manifests))
-	}
-	eventually(t, "status names the patched revision and the patch traits", func(ctx context.Context) (bool, error) {
-		s := getApp(ctx).Status
-		return meta.IsStatusConditionTrue(s.Conditions, hub.ConditionReady) && len(s.Workloads) == 1 &&
-			s.Workloads[0].ComponentRevisionName == "web-v2" && len(s.Workloads[0].PatchTraits) == 2, nil
-	})
 	rev := &appsv1.ControllerRevision{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web-v2"}, rev); err != nil {
+	if err := f.hub.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web-v2"}, rev); err != nil {
 		t.Fatal(err)
 	}
 	if rev.Labels[hub.ComponentLabel] != "web" || rev.Labels[hub.PatchedLabel] == "" {
 		t.Errorf("web-v2 labels %v: want a patched revision of web", rev.Labels)
 	}
 	comp := &v1alpha2.Component{}
-	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "web"}, comp); err != nil {
+	if err := f.hub.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web"}, comp); err != nil {
 		t.Fatal(err)
 	}
 	if comp.Status.LatestRevision == nil || comp.Status.LatestRevision.Name != "web-v1" {
 		t.Errorf("component latest revision %v: componentName keeps resolving to the component's own spec, web-v1", comp.Status.LatestRevision)
 	}
 
-	// The nodeSelector changes: the trait object follows, and until its controller publishes the new
-	// patch the delivered workload stays as it was.
-	eventually(t, "edit the AppConfig", func(ctx context.Context) (bool, error) {
-		a := getApp(ctx)
-		a.Spec.Components[0].Traits[0] = traitRaw("NodeSelector", `{"disktype":"nvme"}`)
-		return c.Update(ctx, a) == nil, nil
+	// The nodeSelector changes: the trait object follows; until its controller publishes the new patch
+	// the delivered workload stays as it was, then it changes once.
+	f.updateApp("shop", func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Components[0].Traits[0] = patchTraitOf("NodeSelector", `{"disktype":"nvme"}`)
 	})
 	waitingFor("its status is of generation 1, the trait is at 2")
-	if mw2, err := work(t.Context()); err != nil || mw2.Generation != mw.Generation {
-		t.Fatalf("ManifestWork changed (%v) while the changed patch is not published", err)
-	}
-	patchTraitController(t, c, "default", "NodeSelector", "shop-web-nodeselector", `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"nvme"}}}}}`)
-	eventually(t, "ManifestWork with the new patch, as revision web-v3", func(ctx context.Context) (bool, error) {
-		mw, err := work(ctx)
-		if err != nil {
-			return false, err
+	f.consistently("the spokes keep the published patch", time.Second, func(ctx context.Context) (bool, error) {
+		for _, c := range clusters {
+			d, err := f.deployment(ctx, c, "web")
+			if err != nil || d.Generation != 1 {
+				return false, err
+			}
 		}
-		w := workloadOf(t, mw)
-		v, _, _ := unstructured.NestedString(w.Object, "spec", "template", "spec", "nodeSelector", "disktype")
-		sc, _, _ := unstructured.NestedBool(w.Object, "spec", "template", "spec", "securityContext", "runAsNonRoot")
-		return v == "nvme" && sc && w.GetLabels()[hub.LabelRevision] == "web-v3", nil
+		return true, nil
 	})
+	f.publishPatch("NodeSelector", "shop-web-nodeselector", `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"nvme"}}}}}`)
+	for _, c := range clusters {
+		d := f.waitDeployment(c, "web", "the new nodeSelector", func(d *appsv1.Deployment) bool { return nodeSelector(d) == "nvme" })
+		if d.Generation != 2 || !runsAsNonRoot(d) || d.Labels[hub.LabelRevision] != "web-v3" {
+			t.Errorf("%s: Deployment web at generation %d (runAsNonRoot %t), revision %q; want one change, to web-v3, keeping the other patch",
+				c, d.Generation, runsAsNonRoot(d), d.Labels[hub.LabelRevision])
+		}
+	}
+
+	// Never, on either spoke, a version of the Deployment without both patches.
+	for _, c := range clusters {
+		versions := seen[c]()
+		if len(versions) == 0 {
+			t.Errorf("%s: the watch saw no Deployment", c)
+		}
+		for _, d := range versions {
+			if nodeSelector(&d) == "" || !runsAsNonRoot(&d) {
+				t.Errorf("%s: Deployment web at generation %d (resourceVersion %s) lacked a patch: nodeSelector %q, runAsNonRoot %t",
+					c, d.Generation, d.ResourceVersion, nodeSelector(&d), runsAsNonRoot(&d))
+			}
+		}
+	}
 
 	// A patch trait removed from the AppConfig is removed from the hub.
-	eventually(t, "remove the SecurityContext trait", func(ctx context.Context) (bool, error) {
-		a := getApp(ctx)
+	f.updateApp("shop", func(a *v1alpha2.ApplicationConfiguration) {
 		a.Spec.Components[0].Traits = a.Spec.Components[0].Traits[:1]
-		return c.Update(ctx, a) == nil, nil
 	})
-	eventually(t, "SecurityContext trait deleted from the hub", func(ctx context.Context) (bool, error) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shop-web-securitycontext"}, patchTrait("SecurityContext"))
+	f.eventually("SecurityContext trait deleted from the hub", func(ctx context.Context) (bool, error) {
+		err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "shop-web-securitycontext"}, patchTrait("SecurityContext"))
 		return apierrors.IsNotFound(err), nil
 	})
 
 	// What happened is told in events on the AppConfig.
-	eventually(t, "events on the AppConfig", func(ctx context.Context) (bool, error) {
+	f.eventually("events on the AppConfig", func(ctx context.Context) (bool, error) {
 		evs := &corev1.EventList{}
-		if err := c.List(ctx, evs, client.InNamespace("default")); err != nil {
+		if err := f.hub.List(ctx, evs, client.InNamespace(f.ns)); err != nil {
 			return false, err
 		}
 		reasons := map[string]bool{}
@@ -249,6 +269,28 @@ func TestPatchTraitsArePublishedAndMergedBeforeTheWorkloadIsDelivered(t *testing
 				reasons[e.Reason] = true
 			}
 		}
-		return reasons["WaitingForPatchTraits"] && reasons["ManifestWorkCreated"] && reasons["PatchTraitCreated"] && reasons["Delivered"], nil
+		return reasons["WaitingForPatchTraits"] && reasons["ManifestWorkCreated"] && reasons["PatchTraitCreated"] &&
+			reasons["Delivered"] && reasons["PatchTraitDeleted"], nil
 	})
+}
+
+// The built-in WorkloadPatch needs no trait controller: its spec is the patch.
+func TestInlineWorkloadPatchReachesTheSpokesWithTheWorkload(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.createApp(f.appConfig("inline", onClusters("cluster1"), v1alpha2.ApplicationConfigurationComponent{
+		ComponentName: "web",
+		Traits: []v1alpha2.ComponentTrait{traitOf(schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: hub.InlinePatchKind},
+			`{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"},"containers":[{"name":"proxy","image":"envoy:1"}]}}}}`)},
+	}))
+	d := f.waitDeployment("cluster1", "web", "patched", func(d *appsv1.Deployment) bool { return nodeSelector(d) == "ssd" })
+	var names []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		names = append(names, c.Name+"="+c.Image)
+	}
+	slices.Sort(names)
+	if d.Generation != 1 || strings.Join(names, " ") != "main=nginx:1 proxy=envoy:1" {
+		t.Errorf("Deployment at generation %d with containers %v; want created once, the sidecar beside the main container", d.Generation, names)
+	}
 }

@@ -203,7 +203,9 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 	kinds := map[string]int{}
 	for i, trait := range traits {
 		if trait.GetName() == "" {
-			trait.SetName(uniqueName(kinds, workloadName, trait.GetKind()))
+			// Named after the component, not the workload: moving to a new revision updates the
+			// trait's workloadRef instead of replacing the trait and losing its state (seed 003).
+			trait.SetName(uniqueName(kinds, resolved.ComponentName, trait.GetKind()))
 		}
 		if trait.GetNamespace() == "" {
 			trait.SetNamespace(workload.GetNamespace())

@@ -127,12 +127,13 @@ func TestComponentRevisionsReachTheSpokes(t *testing.T) {
 	for _, app := range []string{"follow", "pinned", "rollout"} {
 		f.waitApp(app, "delivered to both clusters", deliveredTo(clusters...))
 	}
+	traitUIDs := map[string]types.UID{}
 	for _, c := range clusters {
 		f.waitImage(c, "web", "nginx:1")
 		f.waitImage(c, "web-v1", "nginx:1")
 		f.waitImage(c, "canary-v1", "nginx:1")
-		f.waitSpokeObject(c, rolloutTraitGVK, "canary-v1-rollouttrait", "points at canary-v1",
-			func(u *unstructured.Unstructured) bool { return workloadRefName(u) == "canary-v1" })
+		traitUIDs[c] = f.waitSpokeObject(c, rolloutTraitGVK, "canary-rollouttrait", "points at canary-v1",
+			func(u *unstructured.Unstructured) bool { return workloadRefName(u) == "canary-v1" }).GetUID()
 	}
 
 	f.setImage("web", "nginx:2")
@@ -158,6 +159,10 @@ func TestComponentRevisionsReachTheSpokes(t *testing.T) {
 			}
 			return len(traits.Items) == 1 && workloadRefName(&traits.Items[0]) == "canary-v2", nil
 		})
+		// The trait is updated, not replaced: whatever state it keeps survives the new revision.
+		if tr, err := f.spokeObject(t.Context(), c, rolloutTraitGVK, "canary-rollouttrait"); err != nil || tr.GetUID() != traitUIDs[c] {
+			t.Errorf("%s: RolloutTrait canary-rollouttrait re-created (%v): want the same object, its workloadRef updated", c, err)
+		}
 	}
 	// The earlier revision's workload stays beside it, with v1's spec, and so does the pinned one.
 	f.consistently("web-v1 and canary-v1 stay on v1 on both spokes", time.Second, func(ctx context.Context) (bool, error) {
@@ -185,4 +190,18 @@ func TestComponentRevisionsReachTheSpokes(t *testing.T) {
 	f.waitApp("pinned", "status still names web-v1", func(app *v1alpha2.ApplicationConfiguration) bool {
 		return isReady(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == "web-v1"
 	})
+
+	// The rollout retires canary-v1 on cluster1 (seed 003: the trait collects earlier workloads): the
+	// agent leaves it deleted, and the application stays available there.
+	f.deleteOnSpoke("cluster1", &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "canary-v1", "namespace": f.ns}}})
+	f.waitApp("rollout", "canary-v1 reported gone on cluster1, the application still available", func(app *v1alpha2.ApplicationConfiguration) bool {
+		m := manifestStatus(app, "cluster1", "Deployment", "canary-v1")
+		return m != nil && m.Available == metav1.ConditionFalse && app.Status.Summary != nil && app.Status.Summary.Available == "2/2"
+	})
+	f.consistently("canary-v1 stays deleted on cluster1", 2*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := f.deployment(ctx, "cluster1", "canary-v1")
+		return apierrors.IsNotFound(err), nil
+	})
+	f.waitImage("cluster2", "canary-v1", "nginx:1")
 }
