@@ -9,11 +9,6 @@ import (
 	"syscall"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
@@ -60,31 +55,7 @@ func (o *options) writeHubCredential(ctx context.Context, env *localcluster.Envi
 	if err := yaml.UnmarshalStrict(data, role); err != nil {
 		return fmt.Errorf("--hub-role %s: %w", o.hubRole, err)
 	}
-	cfg, err := env.Hub.AddUser(hubUser, nil)
-	if err != nil {
-		return err
-	}
-	kube, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		return err
-	}
-	if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create ClusterRole %s: %w", role.Name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: hubUser}},
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bind ClusterRole %s: %w", role.Name, err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["ferry-hub"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "ferry-hub"}
-	kc.CurrentContext = "hub"
-	return clientcmd.WriteToFile(*kc, path)
+	return env.WriteHubControllerKubeconfig(ctx, hubUser, role, path)
 }
 
 // agentBinaryPath is the ferry-agent binary: --agent-binary, else the one beside ferry-local.
