@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +39,26 @@ const (
 	flagWorkers            = "workers"
 	flagMetricsBindAddress = "metrics-bind-address"
 	flagHealthBindAddress  = "health-probe-bind-address"
+
+	// OCM's work agent flags that a klusterlet passes.
+	flagWorkloadSourceDriver   = "workload-source-driver"
+	flagWorkloadSourceConfig   = "workload-source-config"
+	flagTerminateOnFiles       = "terminate-on-files"
+	flagMaxJSONRawLength       = "max-json-raw-length"
+	flagFeatureGates           = "feature-gates"
+	flagEvictionGracePeriod    = "appliedmanifestwork-eviction-grace-period"
+	flagDisableLeaderElection  = "disable-leader-election"
+	flagCloudEventsClientID    = "cloudevents-client-id"
+	flagCloudEventsClientCodec = "cloudevents-client-codecs"
 )
+
+// WorkloadSourceKube is the only workload source ferry-agent reads ManifestWorks from: the hub's API
+// server. OCM's work agent also has message-queue drivers (mqtt, grpc, kafka).
+const WorkloadSourceKube = "kube"
+
+// FeatureRawFeedbackJSONString is OCM's feature gate that reports structured status feedback values
+// as JSON text (JsonRaw).
+const FeatureRawFeedbackJSONString = "RawFeedbackJsonString"
 
 // Files of a hub kubeconfig directory, laid out as the hub-kubeconfig-secret that the OCM registration
 // agent maintains for a cluster joined with `clusteradm join`: a kubeconfig whose user names tls.crt and
@@ -88,11 +108,33 @@ type Options struct {
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	// HubWatchInterval is how often the hub kubeconfig files are checked for a change that needs new
-	// hub clients. Not a flag; zero means every 10 seconds.
+	// hub clients (and TerminateOnFiles for any change). Not a flag; zero means every 10 seconds.
 	HubWatchInterval time.Duration
+
+	// WorkloadSourceDriver is where ManifestWorks come from; only WorkloadSourceKube is supported.
+	// WorkloadSourceConfig is, for it, the hub kubeconfig file: OCM's spelling of HubKubeconfig.
+	WorkloadSourceDriver string
+	WorkloadSourceConfig string
+	// TerminateOnFiles are files whose change ends the agent (Run returns), for its supervisor to
+	// start it again with them, as OCM's agents do.
+	TerminateOnFiles []string
+	// MaxJSONRawLength is the longest JsonRaw status feedback value, in bytes.
+	MaxJSONRawLength int32
+	// FeatureGates are OCM feature gates by name. RawFeedbackJsonString turns JsonRaw feedback on;
+	// the others of OCM's work agent change nothing here.
+	FeatureGates map[string]bool
+	// AppliedManifestWorkEvictionGracePeriod, DisableLeaderElection and the cloudevents flags are
+	// accepted so that an OCM work agent's command line runs unchanged; see AddFlags for what each
+	// means here.
+	AppliedManifestWorkEvictionGracePeriod time.Duration
+	DisableLeaderElection                  bool
+	CloudEventsClientID                    string
+	CloudEventsClientCodecs                []string
 
 	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
 	clusterNameFile string
+	// featureGates is --feature-gates as given; Complete parses it into FeatureGates.
+	featureGates map[string]string
 }
 
 // Defaults.
@@ -122,14 +164,17 @@ const (
 // NewOptions returns Options with their defaults.
 func NewOptions() *Options {
 	return &Options{
-		KubeAPIQPS:             DefaultKubeAPIQPS,
-		KubeAPIBurst:           DefaultKubeAPIBurst,
-		HubKubeAPIQPS:          DefaultHubKubeAPIQPS,
-		HubKubeAPIBurst:        DefaultHubKubeAPIBurst,
-		StatusSyncInterval:     DefaultStatusSyncInterval,
-		Workers:                DefaultWorkers,
-		MetricsBindAddress:     DefaultMetricsBindAddress,
-		HealthProbeBindAddress: DefaultHealthProbeBindAddress,
+		KubeAPIQPS:                             DefaultKubeAPIQPS,
+		KubeAPIBurst:                           DefaultKubeAPIBurst,
+		HubKubeAPIQPS:                          DefaultHubKubeAPIQPS,
+		HubKubeAPIBurst:                        DefaultHubKubeAPIBurst,
+		StatusSyncInterval:                     DefaultStatusSyncInterval,
+		Workers:                                DefaultWorkers,
+		MetricsBindAddress:                     DefaultMetricsBindAddress,
+		HealthProbeBindAddress:                 DefaultHealthProbeBindAddress,
+		WorkloadSourceDriver:                   WorkloadSourceKube,
+		MaxJSONRawLength:                       1024, // OCM's default
+		AppliedManifestWorkEvictionGracePeriod: time.Hour,
 	}
 }
 
@@ -161,6 +206,25 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"host:port to serve Prometheus metrics on; 0 turns them off.")
 	fs.StringVar(&o.HealthProbeBindAddress, flagHealthBindAddress, o.HealthProbeBindAddress,
 		"host:port to serve /healthz and /readyz on; 0 turns them off.")
+
+	fs.StringVar(&o.WorkloadSourceDriver, flagWorkloadSourceDriver, o.WorkloadSourceDriver,
+		"Where ManifestWorks come from, as OCM's work agent: only kube (the hub's API server) is supported.")
+	fs.StringVar(&o.WorkloadSourceConfig, flagWorkloadSourceConfig, o.WorkloadSourceConfig,
+		"With --"+flagWorkloadSourceDriver+"=kube, the hub kubeconfig file: the same as --"+flagHubKubeconfig+".")
+	fs.StringSliceVar(&o.TerminateOnFiles, flagTerminateOnFiles, o.TerminateOnFiles,
+		"Files whose change ends the agent, for its supervisor (the kubelet) to start it again with them. Repeatable.")
+	fs.Int32Var(&o.MaxJSONRawLength, flagMaxJSONRawLength, o.MaxJSONRawLength,
+		"The longest JsonRaw status feedback value, in bytes (JsonRaw values need --"+flagFeatureGates+"="+FeatureRawFeedbackJSONString+"=true).")
+	fs.StringToStringVar(&o.featureGates, flagFeatureGates, nil,
+		"OCM feature gates, name=true|false,...: "+FeatureRawFeedbackJSONString+" reports structured status feedback as JSON text; the work agent's other gates change nothing here.")
+	fs.DurationVar(&o.AppliedManifestWorkEvictionGracePeriod, flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod,
+		"Accepted for OCM compatibility. Ferry never evicts an AppliedManifestWork whose ManifestWork is gone from the hub: its objects stay until the work is deleted through the hub or the AppliedManifestWork is deleted on the cluster.")
+	fs.BoolVar(&o.DisableLeaderElection, flagDisableLeaderElection, o.DisableLeaderElection,
+		"Accepted for OCM compatibility: ferry-agent runs as one replica per cluster and elects no leader.")
+	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
+		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
+		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
 }
 
 // Complete fills in what the flags left out: absolute paths, and the cluster name and agent ID from
@@ -168,6 +232,32 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // file is not an error here; Validate reports a missing cluster name.
 func (o *Options) Complete() error {
 	var err error
+	if o.WorkloadSourceConfig != "" && o.WorkloadSourceDriver == WorkloadSourceKube {
+		if o.WorkloadSourceConfig, err = filepath.Abs(o.WorkloadSourceConfig); err != nil {
+			return err
+		}
+		switch abs, _ := filepath.Abs(o.HubKubeconfig); {
+		case o.HubKubeconfig == "":
+			o.HubKubeconfig = o.WorkloadSourceConfig
+		case abs != o.WorkloadSourceConfig:
+			return fmt.Errorf("--%s %s and --%s %s name different hub kubeconfigs: give one", flagWorkloadSourceConfig, o.WorkloadSourceConfig, flagHubKubeconfig, o.HubKubeconfig)
+		}
+	}
+	for name, value := range o.featureGates {
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("--%s %s=%s: want true or false", flagFeatureGates, name, value)
+		}
+		if o.FeatureGates == nil {
+			o.FeatureGates = map[string]bool{}
+		}
+		o.FeatureGates[name] = on
+	}
+	for i, p := range o.TerminateOnFiles {
+		if o.TerminateOnFiles[i], err = filepath.Abs(p); err != nil {
+			return err
+		}
+	}
 	for _, p := range []*string{&o.HubKubeconfig, &o.HubKubeconfigDir, &o.SpokeKubeconfig} {
 		if *p == "" {
 			continue
@@ -209,6 +299,13 @@ func (o *Options) readDirFile(name string) (value, path string, err error) {
 
 // Validate reports the first thing wrong with the options, as one line naming the flag.
 func (o *Options) Validate() error {
+	if o.WorkloadSourceDriver != WorkloadSourceKube {
+		return fmt.Errorf("--%s %q: ferry-agent reads ManifestWorks from the hub's API server only (--%s=%s)",
+			flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceDriver, WorkloadSourceKube)
+	}
+	if o.MaxJSONRawLength < 1 {
+		return fmt.Errorf("--%s %d: must be at least 1", flagMaxJSONRawLength, o.MaxJSONRawLength)
+	}
 	switch {
 	case o.HubKubeconfig == "" && o.HubKubeconfigDir == "":
 		return fmt.Errorf("--%s or --%s is required", flagHubKubeconfig, flagHubKubeconfigDir)

@@ -3,6 +3,7 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -19,16 +20,19 @@ import (
 func TestNewOptionsDefaults(t *testing.T) {
 	o := NewOptions()
 	want := Options{
-		KubeAPIQPS:             2000,
-		KubeAPIBurst:           4000,
-		HubKubeAPIQPS:          200,
-		HubKubeAPIBurst:        400,
-		StatusSyncInterval:     10 * time.Second,
-		Workers:                10,
-		MetricsBindAddress:     ":8080",
-		HealthProbeBindAddress: ":8081",
+		KubeAPIQPS:                             2000,
+		KubeAPIBurst:                           4000,
+		HubKubeAPIQPS:                          200,
+		HubKubeAPIBurst:                        400,
+		StatusSyncInterval:                     10 * time.Second,
+		Workers:                                10,
+		MetricsBindAddress:                     ":8080",
+		HealthProbeBindAddress:                 ":8081",
+		WorkloadSourceDriver:                   "kube",
+		MaxJSONRawLength:                       1024,
+		AppliedManifestWorkEvictionGracePeriod: time.Hour,
 	}
-	if *o != want {
+	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("NewOptions() = %+v\nwant          %+v", *o, want)
 	}
 	// The flags show the same defaults.
@@ -39,6 +43,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 		"status-sync-interval": "10s", "workers": "10", "metrics-bind-address": ":8080",
 		"health-probe-bind-address": ":8081", "spoke-cluster-name": "", "hub-kubeconfig": "",
 		"hub-kubeconfig-dir": "", "spoke-kubeconfig": "", "agent-id": "",
+		"workload-source-driver": "kube", "workload-source-config": "", "max-json-raw-length": "1024",
+		"appliedmanifestwork-eviction-grace-period": "1h0m0s", "terminate-on-files": "[]", "disable-leader-election": "false",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -69,26 +75,43 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		"--workers=3",
 		"--metrics-bind-address=127.0.0.1:9090",
 		"--health-probe-bind-address=0",
+		"--workload-source-driver=kube",
+		"--workload-source-config=/spoke/hub-kubeconfig/kubeconfig",
+		"--terminate-on-files=/a",
+		"--terminate-on-files=/b",
+		"--max-json-raw-length=2048",
+		"--appliedmanifestwork-eviction-grace-period=10m",
+		"--disable-leader-election",
+		"--cloudevents-client-id=x",
+		"--cloudevents-client-codecs=manifest,manifestbundle",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Options{
-		SpokeClusterName:       "cluster1",
-		HubKubeconfig:          "/etc/hub/kubeconfig",
-		HubKubeconfigDir:       "/spoke/hub-kubeconfig",
-		SpokeKubeconfig:        "/etc/spoke/kubeconfig",
-		AgentID:                "agent-7",
-		KubeAPIQPS:             123.5,
-		KubeAPIBurst:           456,
-		HubKubeAPIQPS:          7.25,
-		HubKubeAPIBurst:        9,
-		StatusSyncInterval:     90 * time.Second,
-		Workers:                3,
-		MetricsBindAddress:     "127.0.0.1:9090",
-		HealthProbeBindAddress: "0",
+		SpokeClusterName:                       "cluster1",
+		HubKubeconfig:                          "/etc/hub/kubeconfig",
+		HubKubeconfigDir:                       "/spoke/hub-kubeconfig",
+		SpokeKubeconfig:                        "/etc/spoke/kubeconfig",
+		AgentID:                                "agent-7",
+		KubeAPIQPS:                             123.5,
+		KubeAPIBurst:                           456,
+		HubKubeAPIQPS:                          7.25,
+		HubKubeAPIBurst:                        9,
+		StatusSyncInterval:                     90 * time.Second,
+		Workers:                                3,
+		MetricsBindAddress:                     "127.0.0.1:9090",
+		HealthProbeBindAddress:                 "0",
+		WorkloadSourceDriver:                   "kube",
+		WorkloadSourceConfig:                   "/spoke/hub-kubeconfig/kubeconfig",
+		TerminateOnFiles:                       []string{"/a", "/b"},
+		MaxJSONRawLength:                       2048,
+		AppliedManifestWorkEvictionGracePeriod: 10 * time.Minute,
+		DisableLeaderElection:                  true,
+		CloudEventsClientID:                    "x",
+		CloudEventsClientCodecs:                []string{"manifest", "manifestbundle"},
 	}
-	if *o != want {
+	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("parsed %+v\nwant   %+v", *o, want)
 	}
 }
@@ -441,4 +464,57 @@ func TestSpokeConfig(t *testing.T) {
 			t.Errorf("SpokeConfig() error = %v, want %q", err, want)
 		}
 	})
+}
+
+// The work agent command line an OCM klusterlet writes runs ferry-agent unchanged: the hub kubeconfig
+// comes from --workload-source-config.
+func TestKlusterletWorkAgentArgsAreAccepted(t *testing.T) {
+	dir := hubDir(t, "")
+	o := completed(t,
+		"--spoke-cluster-name=cluster1",
+		"--workload-source-driver=kube",
+		"--workload-source-config="+filepath.Join(dir, KubeconfigFile),
+		"--agent-id=",
+		"--terminate-on-files="+filepath.Join(dir, KubeconfigFile),
+		"--status-sync-interval=60s",
+		"--kube-api-qps=20",
+		"--kube-api-burst=50",
+		"--feature-gates=RawFeedbackJsonString=true",
+	)
+	if err := o.Validate(); err != nil {
+		t.Fatalf("klusterlet args refused: %v", err)
+	}
+	if o.HubKubeconfig != filepath.Join(dir, KubeconfigFile) || o.SpokeClusterName != "cluster1" || !o.FeatureGates[FeatureRawFeedbackJSONString] {
+		t.Errorf("hub kubeconfig %q, cluster %q, gates %v", o.HubKubeconfig, o.SpokeClusterName, o.FeatureGates)
+	}
+	if _, err := o.HubConfig(); err != nil {
+		t.Errorf("hub config from --workload-source-config: %v", err)
+	}
+}
+
+func TestWorkloadSourceErrors(t *testing.T) {
+	dir := hubDir(t, "cluster1")
+	kubeconfig := filepath.Join(dir, KubeconfigFile)
+	o := completed(t, "--spoke-cluster-name=cluster1", "--hub-kubeconfig="+kubeconfig, "--workload-source-driver=mqtt")
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--workload-source-driver \"mqtt\"") {
+		t.Errorf("mqtt driver: %v, want an error naming the flag and value", err)
+	}
+	o = NewOptions()
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--hub-kubeconfig=" + kubeconfig, "--workload-source-config=/elsewhere/kubeconfig"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err == nil || !strings.Contains(err.Error(), "different hub kubeconfigs") {
+		t.Errorf("two hub kubeconfigs: %v, want an error", err)
+	}
+	o = NewOptions()
+	fs = pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--feature-gates=RawFeedbackJsonString=maybe"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Complete(); err == nil || !strings.Contains(err.Error(), "--feature-gates RawFeedbackJsonString=maybe") {
+		t.Errorf("bad gate value: %v, want an error naming it", err)
+	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
+
+	"github.com/ferry-mc/ferry/pkg/agent/feedback"
 )
 
 // defaultHubWatchInterval is how often the hub kubeconfig files are checked for a change that needs
@@ -31,6 +33,15 @@ func Run(ctx context.Context, o *Options) error {
 	interval := o.HubWatchInterval
 	if interval <= 0 {
 		interval = defaultHubWatchInterval
+	}
+	if len(o.TerminateOnFiles) > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		WatchFiles(ctx, o.TerminateOnFiles, interval, func() {
+			log.Info("a file of --terminate-on-files changed; stopping so that the agent starts again with it", "files", o.TerminateOnFiles)
+			cancel()
+		})
 	}
 	for {
 		runCtx, cancel := context.WithCancel(ctx)
@@ -77,6 +88,7 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		Spoke:              spoke,
 		Workers:            o.Workers,
 		StatusSyncInterval: o.StatusSyncInterval,
+		Feedback:           feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
 		Log:                klog.FromContext(ctx),
 		Ready:              func() { ready.Store(true) },
 	})

@@ -117,3 +117,59 @@ func writeInlineKubeconfig(t *testing.T, path string, cfg *rest.Config) {
 		t.Fatal(err)
 	}
 }
+
+// --terminate-on-files, as an OCM klusterlet passes it: a change of such a file ends Run cleanly, for the
+// kubelet to start the agent again.
+func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
+	e := testEnv(t)
+	admin, err := kubernetes.NewForConfig(e.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := "t-" + strings.ToLower(rand.String(6))
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeInlineKubeconfig(t, kubeconfig, e.Hub.Config)
+	watched := filepath.Join(dir, "tls.crt")
+	if err := os.WriteFile(watched, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := agent.NewOptions()
+	o.SpokeClusterName = cluster
+	o.WorkloadSourceConfig = kubeconfig
+	o.TerminateOnFiles = []string{watched}
+	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.HubWatchInterval = 100 * time.Millisecond
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(context.Background(), o) }()
+
+	hub, err := workclientset.NewForConfig(e.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &agentFixture{t: t, cluster: cluster, hub: hub}
+	f.create(f.work(cluster+"-running", `{apiVersion: v1, kind: ConfigMap, metadata: {name: running, namespace: default}}`))
+	f.waitWork(cluster+"-running", "applied", allApplied)
+
+	if err := os.WriteFile(watched, []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run ended with %v, want a clean stop", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still running 30s after a --terminate-on-files file changed")
+	}
+}

@@ -38,7 +38,9 @@ type Config struct {
 	// RecordNamespace is a namespace on the spoke where last-applied records too large for an
 	// annotation are kept; empty: such manifests fail under Update with a clear message.
 	RecordNamespace string
-	Log             logr.Logger
+	// Feedback configures status feedback rules (JsonRaw values and their length).
+	Feedback feedback.Options
+	Log      logr.Logger
 	// Ready, if set, is called once the caches are in sync and the workers run.
 	Ready func()
 }
@@ -94,7 +96,7 @@ func Start(ctx context.Context, cfg Config) error {
 		dynamic:    dyn,
 		mapper:     mapper,
 		applier:    applier,
-		feedback:   feedback.New(feedback.Options{}),
+		feedback:   feedback.New(cfg.Feedback),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			// Conflicts and server errors back off from 100ms to a minute.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
