@@ -46,7 +46,7 @@ test: control-plane verify ## build the control plane if needed, verify, and run
 bench: control-plane ## run the benchmarks: the apply engine, feedback, and the agent end to end on a real hub + spoke
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/apply/ ./pkg/agent/feedback/
 	$(GO) test -run '^$$' -bench 'Agent200|PlainClient' -benchtime=1x ./pkg/agent/
-	$(GO) test -run '^$$' -bench 'CreateToApplied' -benchtime=50x ./pkg/agent/
+	$(GO) test -run '^$$' -bench 'CreateToApplied|SpokeChangeToHub' -benchtime=100x ./pkg/agent/
 
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background
