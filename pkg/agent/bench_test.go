@@ -258,7 +258,7 @@ func BenchmarkSpokeChangeToHub(b *testing.B) {
 	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
 		ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Name: "observed", Namespace: f.cluster},
 		UpdateStrategy:     &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeReadOnly},
-		FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: []workv1.JsonPath{{Name: "value", Path: ".data.value"}}}},
+		FeedbackRules:      []workv1.FeedbackRule{{Type: workv1.JSONPathsType, JsonPaths: []workv1.JsonPath{{Name: "value", Path: ".data.value"}}}},
 	}}
 	f.create(w)
 	f.waitWork(name, "reporting the first value", func(w *workv1.ManifestWork) bool { return feedbackValue(w, 0, "value") == "0" })

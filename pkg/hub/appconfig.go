@@ -21,11 +21,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -106,7 +108,8 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha2.ApplicationConfiguration{}).
 		Watches(&workv1.ManifestWork{}, byLabels).
 		Watches(&v1alpha2.Component{}, allInNamespace(false)).
-		Watches(&managedCluster{}, allInNamespace(true)).
+		// Only a cluster's labels (and its coming and going) change a placement; its status does not.
+		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&placementDecision{}, allInNamespace(false)).
 		Build(r)
 	r.controller = c
