@@ -43,10 +43,11 @@ test: control-plane verify ## build the control plane if needed, verify, and run
 	$(GO) test -count=1 -race -timeout 30m ./...
 
 .PHONY: bench
-bench: control-plane ## run the benchmarks: the apply engine, feedback, and the agent end to end on a real hub + spoke
+bench: control-plane ## run the benchmarks: the apply engine, feedback, the agent end to end on a real hub + spoke, the hub with two spokes
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/apply/ ./pkg/agent/feedback/
 	$(GO) test -run '^$$' -bench 'Agent200|PlainClient' -benchtime=1x ./pkg/agent/
 	$(GO) test -run '^$$' -bench 'CreateToApplied|SpokeChangeToHub' -benchtime=100x ./pkg/agent/
+	$(GO) test -run '^$$' -bench 'Hub100' -benchtime=1x ./pkg/hub/
 
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background

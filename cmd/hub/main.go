@@ -28,8 +28,10 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept, EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept}
+	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept, EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: hub.DefaultWorkers}
 	var kubeconfig, applyOnce string
+	var qps float32
+	var burst int
 	cmd := &cobra.Command{
 		Use:           "ferry-hub",
 		Short:         "Turn OAM ApplicationConfigurations into ManifestWorks for managed clusters",
@@ -48,6 +50,9 @@ func newCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("hub kubeconfig: %w", err)
 			}
+			// API priority and fairness protects the hub; client-go's default of 5 requests a second
+			// would make the hub controller crawl behind a few hundred AppConfigs.
+			cfg.QPS, cfg.Burst = qps, burst
 			return hub.Run(cmd.Context(), cfg, o)
 		},
 	}
@@ -55,6 +60,9 @@ func newCommand() *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file for the hub. Default: in-cluster, else $KUBECONFIG or ~/.kube/config.")
 	f.StringVar(&applyOnce, "apply-once-only", string(hub.ApplyOnceOff), "off: agents keep workloads and traits as rendered (Update); on: applied only when the AppConfig or Component changes (ApplyOnce); force: as on, and deleted objects stay deleted until then (ApplyOnceForce).")
 	f.IntVar(&o.RevisionsKept, "revisions-kept", o.RevisionsKept, "Old revisions kept per Component, besides the latest and those an AppConfig pins.")
+	f.Float32Var(&qps, "kube-api-qps", 200, "Requests per second to the hub's API server.")
+	f.IntVar(&burst, "kube-api-burst", 400, "Burst of requests to the hub's API server.")
+	f.IntVar(&o.Workers, "workers", o.Workers, "Number of ApplicationConfigurations reconciled in parallel.")
 	f.IntVar(&o.EarlierRevisionsKept, "earlier-revisions-kept", o.EarlierRevisionsKept, "For a component with a revisionEnabled trait (a rollout), how many earlier revisions' workloads stay on the clusters beside the current one; older ones are removed.")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "host:port to serve Prometheus metrics on; 0 turns them off.")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ import (
 )
 
 const (
+	// DefaultWorkers is how many AppConfigs the hub reconciles at once: rendering is cheap, and each
+	// reconcile waits mostly on API round trips (ManifestWorks, status).
+	DefaultWorkers = 10
 	// DefaultEarlierRevisionsKept is how many earlier revisions' workloads stay beside the current one
 	// for a revision-enabled trait: enough for a rollout in progress when one more revision comes.
 	DefaultEarlierRevisionsKept = 2
@@ -52,6 +56,8 @@ type AppConfigReconciler struct {
 	Client        client.Client
 	Mapper        meta.RESTMapper
 	ApplyOnceOnly ApplyOnceOnly
+	// Workers is how many AppConfigs are reconciled at once; 0 means DefaultWorkers.
+	Workers int
 	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
 	// revision-enabled trait stay delivered beside the current one; 0 means DefaultEarlierRevisionsKept.
 	EarlierRevisionsKept int
@@ -78,6 +84,16 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Recorder = mgr.GetEventRecorder("ferry-hub")
 	}
 	r.cache = mgr.GetCache()
+	// An AppConfig's ManifestWorks by an index, not by filtering every work in the cache by label.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
+		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
+		if ns == "" || name == "" {
+			return nil
+		}
+		return []string{ns + "/" + name}
+	}); err != nil {
+		return fmt.Errorf("index ManifestWorks by AppConfig: %w", err)
+	}
 	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
 		if ns == "" || name == "" {
@@ -111,6 +127,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Only a cluster's labels (and its coming and going) change a placement; its status does not.
 		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Watches(&placementDecision{}, allInNamespace(false)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
 		Build(r)
 	r.controller = c
 	return err
@@ -163,6 +180,15 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	wanted := map[string]bool{}
+	// One event per kind of change and reconcile, naming the clusters: not one per cluster.
+	changed := map[string][]string{} // event reason → clusters
+	defer func() {
+		for _, reason := range sortedKeys(changed) {
+			action := workEventActions[reason]
+			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
+				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
+		}
+	}()
 	for _, cluster := range clusters {
 		wanted[cluster] = true
 		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
@@ -172,8 +198,12 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.sync(ctx, app, mw, works[cluster]); err != nil {
+		reason, err := r.sync(ctx, mw, works[cluster])
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if reason != "" {
+			changed[reason] = append(changed[reason], cluster)
 		}
 	}
 	for cluster, mw := range works {
@@ -181,8 +211,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
 				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
 			}
-			r.Recorder.Eventf(app, mw, corev1.EventTypeNormal, "ManifestWorkDeleted", "Delete",
-				"cluster %s left the placement: deleted ManifestWork %s/%s", cluster, mw.Namespace, mw.Name)
+			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
 			delete(works, cluster)
 		}
 	}
@@ -191,10 +220,16 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
 }
 
+// workIndex indexes cached ManifestWorks by the <namespace>/<name> of their AppConfig.
+const workIndex = "ferry.io/appconfig"
+
+// workEventActions are the actions of the ManifestWork events, by reason.
+var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "ManifestWorkUpdated": "Update", "ManifestWorkDeleted": "Delete"}
+
 // works returns the AppConfig's ManifestWorks by cluster.
 func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
 	list := &workv1.ManifestWorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{workIndex: app.Namespace + "/" + app.Name}); err != nil {
 		return nil, fmt.Errorf("list ManifestWorks: %w", err)
 	}
 	out := map[string]*workv1.ManifestWork{}
@@ -207,35 +242,31 @@ func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.Applicati
 // sync creates the ManifestWork or updates its spec and labels, writing only when they changed. What
 // was written is known by a hash of the spec in an annotation: the API server fills defaults into the
 // stored spec, so comparing it with the rendered one would see a change every time.
-func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) error {
+func (r *AppConfigReconciler) sync(ctx context.Context, want, have *workv1.ManifestWork) (event string, err error) {
 	spec, err := json.Marshal(want.Spec)
 	if err != nil {
-		return fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+		return "", fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	hash := specHash(spec)
 	if have == nil {
 		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationSpecHash, hash)
 		if err := r.Client.Create(ctx, want); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				return nil // the cache is behind: the next round compares
+				return "", nil // the cache is behind: the next round compares
 			}
-			return fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+			return "", fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
 		}
-		r.Recorder.Eventf(app, want, corev1.EventTypeNormal, "ManifestWorkCreated", "Create",
-			"created ManifestWork %s/%s with %d manifests", want.Namespace, want.Name, len(want.Spec.Workload.Manifests))
-		return nil
+		return "ManifestWorkCreated", nil
 	}
 	if have.Annotations[AnnotationSpecHash] == hash && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
-		return nil
+		return "", nil
 	}
 	have.Spec, have.Labels = want.Spec, want.Labels
 	metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, hash)
 	if err := r.Client.Update(ctx, have); err != nil {
-		return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
+		return "", fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
 	}
-	r.Recorder.Eventf(app, have, corev1.EventTypeNormal, "ManifestWorkUpdated", "Update",
-		"updated ManifestWork %s/%s (generation %d) with %d manifests", have.Namespace, have.Name, have.Generation, len(have.Spec.Workload.Manifests))
-	return nil
+	return "ManifestWorkUpdated", nil
 }
 
 // finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.

@@ -253,7 +253,7 @@ func startAgents(ctx context.Context, env *localcluster.Environment) error {
 // and helpers that poll with deadlines.
 type fixture struct {
 	*fleet
-	t          *testing.T
+	t          testing.TB
 	ns         string
 	hubRunning bool
 	hubWrites  *atomic.Int64 // requests of the hub controllers other than reads
@@ -264,7 +264,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // setup gives the test a namespace of its own on the hub and on both spokes.
-func setup(t *testing.T) *fixture {
+func setup(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{fleet: testFleet(t), t: t, ns: "t-" + strings.ToLower(rand.String(6))}
 	f.mustCreate(f.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})

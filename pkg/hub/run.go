@@ -26,7 +26,9 @@ type Options struct {
 	RevisionsKept int
 	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
 	// revision-enabled trait stay delivered beside the current one.
-	EarlierRevisionsKept   int
+	EarlierRevisionsKept int
+	// Workers is how many AppConfigs are reconciled at once.
+	Workers                int
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	LeaderElection         bool
@@ -42,6 +44,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EarlierRevisionsKept < 1 {
 		return fmt.Errorf("--earlier-revisions-kept %d: want at least 1", o.EarlierRevisionsKept)
+	}
+	if o.Workers < 1 {
+		return fmt.Errorf("--workers %d: want at least 1", o.Workers)
 	}
 	if o.RevisionsKept < 1 {
 		return fmt.Errorf("--revisions-kept %d: want at least 1", o.RevisionsKept)
@@ -68,7 +73,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
-		EarlierRevisionsKept: o.EarlierRevisionsKept}).SetupWithManager(mgr)
+		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers}).SetupWithManager(mgr)
 }
 
 // Run runs the hub controllers against the hub cfg reaches until ctx is done.
