@@ -106,7 +106,8 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 		c.freshWorks.forget(name)
 		c.freshAMWs.forget(c.appliedWorkName(name))
 		// Deleted with its finalizer in place means we finalized it; deleted without (forced) leaves
-		// its AppliedManifestWork, and its objects, alone: nothing is deleted on a guess.
+		// its AppliedManifestWork, and its objects, alone until the eviction grace period has passed
+		// (evictOrphans): a work that comes back in the meantime finds them as they were.
 		if c.watches != nil {
 			c.watches.forget(name)
 		}

@@ -28,25 +28,12 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		return nextStep{}, err
 	}
 	if amw != nil {
-		allGone := true
-		for _, a := range amw.Status.AppliedResources {
-			gone, err := c.removeResource(ctx, amw, a, orphaned(work.Spec.DeleteOption, a))
-			if err != nil {
-				return nextStep{}, fmt.Errorf("remove %s: %w", appliedKey(a), err)
-			}
-			allGone = allGone && gone
+		done, err := c.removeAppliedWork(ctx, amw, func(a workv1.AppliedManifestResourceMeta) bool { return orphaned(work.Spec.DeleteOption, a) })
+		if err != nil {
+			return nextStep{}, err
 		}
-		if !allGone {
+		if !done {
 			return nextStep{after: time.Second}, nil
-		}
-		if slices.Contains(amw.Finalizers, workv1.AppliedManifestWorkFinalizer) {
-			rest := slices.DeleteFunc(slices.Clone(amw.Finalizers), func(f string) bool { return f == workv1.AppliedManifestWorkFinalizer })
-			if _, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, finalizersPatch(amw.ObjectMeta, rest), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return nextStep{}, fmt.Errorf("remove AppliedManifestWork finalizer: %w", err)
-			}
-		}
-		if err := c.amws.Delete(ctx, amw.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nextStep{}, fmt.Errorf("delete AppliedManifestWork: %w", err)
 		}
 	}
 	rest := slices.DeleteFunc(slices.Clone(work.Finalizers), func(f string) bool { return f == workv1.ManifestWorkFinalizer })
@@ -57,6 +44,33 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		c.watches.forget(work.Name)
 	}
 	return nextStep{}, nil
+}
+
+// removeAppliedWork deletes the objects an AppliedManifestWork records (but those orphan keeps, which
+// only lose its owner reference), and once they are gone the AppliedManifestWork itself. done reports
+// that nothing is left to wait for.
+func (c *controller) removeAppliedWork(ctx context.Context, amw *workv1.AppliedManifestWork, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
+	allGone := true
+	for _, a := range amw.Status.AppliedResources {
+		gone, err := c.removeResource(ctx, amw, a, orphan(a))
+		if err != nil {
+			return false, fmt.Errorf("remove %s: %w", appliedKey(a), err)
+		}
+		allGone = allGone && gone
+	}
+	if !allGone {
+		return false, nil
+	}
+	if slices.Contains(amw.Finalizers, workv1.AppliedManifestWorkFinalizer) {
+		rest := slices.DeleteFunc(slices.Clone(amw.Finalizers), func(f string) bool { return f == workv1.AppliedManifestWorkFinalizer })
+		if _, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, finalizersPatch(amw.ObjectMeta, rest), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("remove AppliedManifestWork finalizer: %w", err)
+		}
+	}
+	if err := c.amws.Delete(ctx, amw.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("delete AppliedManifestWork: %w", err)
+	}
+	return true, nil
 }
 
 // orphaned reports whether the delete option keeps the resource on the spoke.

@@ -123,13 +123,14 @@ type Options struct {
 	// FeatureGates are OCM feature gates by name. RawFeedbackJsonString turns JsonRaw feedback on;
 	// the others of OCM's work agent change nothing here.
 	FeatureGates map[string]bool
-	// AppliedManifestWorkEvictionGracePeriod, DisableLeaderElection and the cloudevents flags are
-	// accepted so that an OCM work agent's command line runs unchanged; see AddFlags for what each
-	// means here.
+	// AppliedManifestWorkEvictionGracePeriod is how long an AppliedManifestWork no hub delivers any
+	// more stays before it is evicted.
 	AppliedManifestWorkEvictionGracePeriod time.Duration
-	DisableLeaderElection                  bool
-	CloudEventsClientID                    string
-	CloudEventsClientCodecs                []string
+	// DisableLeaderElection and the cloudevents flags are accepted so that an OCM work agent's command
+	// line runs unchanged; see AddFlags for what each means here.
+	DisableLeaderElection   bool
+	CloudEventsClientID     string
+	CloudEventsClientCodecs []string
 
 	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
 	clusterNameFile string
@@ -174,7 +175,7 @@ func NewOptions() *Options {
 		HealthProbeBindAddress:                 DefaultHealthProbeBindAddress,
 		WorkloadSourceDriver:                   WorkloadSourceKube,
 		MaxJSONRawLength:                       1024, // OCM's default
-		AppliedManifestWorkEvictionGracePeriod: time.Hour,
+		AppliedManifestWorkEvictionGracePeriod: DefaultEvictionGracePeriod,
 	}
 }
 
@@ -218,7 +219,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.featureGates, flagFeatureGates, nil,
 		"OCM feature gates, name=true|false,...: "+FeatureRawFeedbackJSONString+" reports structured status feedback as JSON text; the work agent's other gates change nothing here.")
 	fs.DurationVar(&o.AppliedManifestWorkEvictionGracePeriod, flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod,
-		"Accepted for OCM compatibility. Ferry never evicts an AppliedManifestWork whose ManifestWork is gone from the hub: its objects stay until the work is deleted through the hub or the AppliedManifestWork is deleted on the cluster.")
+		"How long an AppliedManifestWork of this agent stays once no hub delivers it (its ManifestWork deleted without the agent, or the cluster moved to another hub) before it is deleted with the objects it alone owns.")
 	fs.BoolVar(&o.DisableLeaderElection, flagDisableLeaderElection, o.DisableLeaderElection,
 		"Accepted for OCM compatibility: ferry-agent runs as one replica per cluster and elects no leader.")
 	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
@@ -302,6 +303,9 @@ func (o *Options) Validate() error {
 	if o.WorkloadSourceDriver != WorkloadSourceKube {
 		return fmt.Errorf("--%s %q: ferry-agent reads ManifestWorks from the hub's API server only (--%s=%s)",
 			flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceDriver, WorkloadSourceKube)
+	}
+	if o.AppliedManifestWorkEvictionGracePeriod <= 0 {
+		return fmt.Errorf("--%s %s: must be positive", flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod)
 	}
 	if o.MaxJSONRawLength < 1 {
 		return fmt.Errorf("--%s %d: must be at least 1", flagMaxJSONRawLength, o.MaxJSONRawLength)

@@ -82,15 +82,16 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		agentID = o.SpokeClusterName
 	}
 	return Start(ctx, Config{
-		ClusterName:        o.SpokeClusterName,
-		AgentID:            agentID,
-		Hub:                hub,
-		Spoke:              spoke,
-		Workers:            o.Workers,
-		StatusSyncInterval: o.StatusSyncInterval,
-		Feedback:           feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
-		Log:                klog.FromContext(ctx),
-		Ready:              func() { ready.Store(true) },
+		ClusterName:         o.SpokeClusterName,
+		AgentID:             agentID,
+		Hub:                 hub,
+		Spoke:               spoke,
+		Workers:             o.Workers,
+		StatusSyncInterval:  o.StatusSyncInterval,
+		EvictionGracePeriod: o.AppliedManifestWorkEvictionGracePeriod,
+		Feedback:            feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
+		Log:                 klog.FromContext(ctx),
+		Ready:               func() { ready.Store(true) },
 	})
 }
 

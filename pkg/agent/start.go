@@ -38,6 +38,9 @@ type Config struct {
 	// RecordNamespace is a namespace on the spoke where last-applied records too large for an
 	// annotation are kept; empty: such manifests fail under Update with a clear message.
 	RecordNamespace string
+	// EvictionGracePeriod is how long an AppliedManifestWork of this agent that no hub delivers any
+	// more stays before it is evicted; zero means DefaultEvictionGracePeriod.
+	EvictionGracePeriod time.Duration
 	// Feedback configures status feedback rules (JsonRaw values and their length).
 	Feedback feedback.Options
 	Log      logr.Logger
@@ -157,7 +160,17 @@ func Start(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
+	grace := cfg.EvictionGracePeriod
+	if grace <= 0 {
+		grace = DefaultEvictionGracePeriod
+	}
+	evicted := make(chan struct{})
+	go func() {
+		defer close(evicted)
+		c.evictOrphans(ctx, grace, min(max(grace/4, 100*time.Millisecond), time.Minute))
+	}()
 	c.run(ctx, cfg.Workers)
+	<-evicted
 	hubInformers.Shutdown()
 	spokeInformers.Shutdown()
 	return nil
