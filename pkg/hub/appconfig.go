@@ -215,10 +215,21 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			delete(works, cluster)
 		}
 	}
-	return ctrl.Result{}, r.setStatus(ctx, app, works, rendered, metav1.Condition{
+	var result ctrl.Result
+	for _, rc := range rendered {
+		if len(rc.PatchTraits) > 0 {
+			// A patch-trait controller may rewrite its ConfigMap without touching the trait, and the
+			// hub watches traits, not every ConfigMap: look again now and then (reads only).
+			result.RequeueAfter = patchResync
+		}
+	}
+	return result, r.setStatus(ctx, app, works, rendered, metav1.Condition{
 		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
 		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
 }
+
+// patchResync is how often an AppConfig with patch traits is rendered again with nothing changed.
+const patchResync = time.Minute
 
 // workIndex indexes cached ManifestWorks by the <namespace>/<name> of their AppConfig.
 const workIndex = "ferry.io/appconfig"
