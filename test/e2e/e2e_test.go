@@ -74,7 +74,8 @@ func (c *cluster) resource(t *testing.T, gvk schema.GroupVersionKind, namespace 
 	return c.dyn.Resource(m.Resource)
 }
 
-// apply creates every object of a YAML file, in namespace unless the object names its own.
+// apply creates every object of a YAML file, in namespace unless the object names its own; they are
+// deleted when the test ends.
 func (c *cluster) apply(t *testing.T, file, namespace string) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -96,9 +97,15 @@ func (c *cluster) apply(t *testing.T, file, namespace string) []*unstructured.Un
 		if obj.GetNamespace() == "" {
 			obj.SetNamespace(namespace)
 		}
-		if _, err := c.resource(t, obj.GroupVersionKind(), obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
+		ri := c.resource(t, obj.GroupVersionKind(), obj.GetNamespace())
+		if _, err := ri.Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("%s: create %s %s: %v", c.name, obj.GetKind(), obj.GetName(), err)
 		}
+		t.Cleanup(func() {
+			if err := ri.Delete(context.Background(), obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("%s: delete %s %s: %v", c.name, obj.GetKind(), obj.GetName(), err)
+			}
+		})
 		out = append(out, obj)
 	}
 	return out
@@ -194,6 +201,32 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
 	return hub, spokes, state
 }
 
+// clustersUnderTest are the hub and the spokes cluster1 and cluster2: those of FERRY_E2E_HUB_KUBECONFIG
+// and FERRY_E2E_SPOKE_KUBECONFIGS (cluster1=<path>,cluster2=<path>) when set, e.g. kind clusters joined
+// with clusteradm and running ferry-hub and ferry-agent; otherwise local ones started here. state is
+// the local state directory, empty for given clusters.
+func clustersUnderTest(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
+	t.Helper()
+	hubKubeconfig := os.Getenv("FERRY_E2E_HUB_KUBECONFIG")
+	if hubKubeconfig == "" {
+		return startLocal(t)
+	}
+	paths := map[string]string{}
+	for _, kv := range strings.Split(os.Getenv("FERRY_E2E_SPOKE_KUBECONFIGS"), ",") {
+		if name, path, ok := strings.Cut(kv, "="); ok {
+			paths[name] = path
+		}
+	}
+	hub = connect(t, "hub", hubKubeconfig)
+	for _, name := range []string{"cluster1", "cluster2"} {
+		if paths[name] == "" {
+			t.Fatalf("FERRY_E2E_HUB_KUBECONFIG is set: FERRY_E2E_SPOKE_KUBECONFIGS must name %s=<kubeconfig>", name)
+		}
+		spokes = append(spokes, connect(t, name, paths[name]))
+	}
+	return hub, spokes, ""
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
@@ -203,7 +236,7 @@ func tail(s string, n int) string {
 // spokes through the real ferry-hub and ferry-agent, their status comes back, a change of the component
 // follows, and deleting the application removes it from the spokes.
 func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
-	hub, spokes, state := startLocal(t)
+	hub, spokes, state := clustersUnderTest(t)
 	root := repoRoot(t)
 
 	hub.apply(t, filepath.Join(root, "examples/hello-app.yaml"), "default")
@@ -292,6 +325,9 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 
+	if state == "" {
+		return // given clusters: their logs are not ours to read
+	}
 	// ferry-hub ran with only deploy/hub/clusterrole.yaml, the agents with only
 	// deploy/agent/hub-clusterrole.yaml in their cluster's namespace: nothing was refused.
 	for _, log := range []string{"hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
