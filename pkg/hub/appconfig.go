@@ -180,6 +180,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	wanted := map[string]bool{}
+	var failed []string // clusters whose ManifestWork could not be written, with why
 	// One event per kind of change and reconcile, naming the clusters: not one per cluster.
 	changed := map[string][]string{} // event reason → clusters
 	defer func() {
@@ -200,7 +201,17 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		reason, err := r.sync(ctx, mw, works[cluster])
 		if err != nil {
-			return ctrl.Result{}, err
+			// The other clusters still get theirs; this one is reported and retried.
+			why := err.Error()
+			if apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(why, "too large") {
+				size := 0
+				for _, m := range mw.Spec.Workload.Manifests {
+					size += len(m.Raw)
+				}
+				why += fmt.Sprintf(" (its manifests take %d KiB; the hub stores objects up to about 1.5 MiB: split the application into smaller AppConfigs)", size/1024)
+			}
+			failed = append(failed, fmt.Sprintf("cluster %s: %s", cluster, why))
+			continue
 		}
 		if reason != "" {
 			changed[reason] = append(changed[reason], cluster)
@@ -214,6 +225,14 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
 			delete(works, cluster)
 		}
+	}
+	if len(failed) > 0 {
+		msg := "ManifestWorks not written: " + strings.Join(failed, "; ")
+		if err := r.setStatus(ctx, app, works, rendered, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkFailed", Message: msg}); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, errors.New(msg) // retried with backoff
 	}
 	var result ctrl.Result
 	for _, rc := range rendered {

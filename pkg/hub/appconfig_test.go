@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -358,4 +359,62 @@ func TestDeliveredAppConfigReconciledAgainWritesNothing(t *testing.T) {
 	if n := f.hubWrites.Load() - writes; n != 0 {
 		t.Errorf("reconciling an unchanged, delivered AppConfig wrote %d times to the hub; want 0", n)
 	}
+}
+
+// A ManifestWork the hub cannot write (here: too large for the hub's storage) is reported on the
+// AppConfig with the API server's reason, retried, and what was delivered before stays as it was.
+func TestManifestWorkTooLargeIsReportedAndWhatWasDeliveredStays(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	blob := strings.Repeat("x", 800*1024)
+	for _, name := range []string{"big-a", "big-b"} {
+		f.mustCreate(f.hub, &v1alpha2.Component{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+			Spec: v1alpha2.ComponentSpec{Workload: runtime.RawExtension{Raw: []byte(
+				`{"apiVersion":"v1","kind":"ConfigMap","data":{"blob":"` + blob + `"}}`)}},
+		})
+	}
+	// Server-side apply: a last-applied record of this size would not fit in an annotation.
+	entry := func(name string) v1alpha2.ApplicationConfigurationComponent {
+		return v1alpha2.ApplicationConfigurationComponent{ComponentName: name, UpdateStrategy: "ServerSideApply"}
+	}
+	f.createApp(f.appConfig("big", onClusters(clusters...), entry("big-a")))
+	f.waitApp("big", "delivered", func(app *v1alpha2.ApplicationConfiguration) bool {
+		return isReady(app) && app.Status.Summary != nil && app.Status.Summary.Applied == "2/2"
+	})
+	generations := map[string]int64{}
+	for _, c := range clusters {
+		mw, err := f.work(t.Context(), c, "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		generations[c] = mw.Generation
+	}
+
+	// Each component alone fits in a ManifestWork; both (800 KB twice) do not.
+	f.updateApp("big", func(app *v1alpha2.ApplicationConfiguration) {
+		app.Spec.Components = append(app.Spec.Components, entry("big-b"))
+	})
+	app := f.waitApp("big", "ManifestWorkFailed naming both clusters", notReadyBecause("ManifestWorkFailed"))
+	for _, c := range clusters {
+		if !strings.Contains(ready(app).Message, "cluster "+c) {
+			t.Errorf("Ready message %q does not name %s", ready(app).Message, c)
+		}
+	}
+	if !strings.Contains(ready(app).Message, "split the application") {
+		t.Errorf("Ready message %q does not say what to do", ready(app).Message)
+	}
+	f.consistently("what was delivered stays", time.Second, func(ctx context.Context) (bool, error) {
+		for _, c := range clusters {
+			mw, err := f.work(ctx, c, "big")
+			if err != nil || mw.Generation != generations[c] {
+				return false, err
+			}
+			cm := &corev1.ConfigMap{}
+			if err := f.spokes[c].Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "big-a"}, cm); err != nil || len(cm.Data["blob"]) != len(blob) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }
