@@ -26,14 +26,7 @@ import (
 // restarts its hub clients, and goes on working after the old credential loses its rights.
 func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 	e := testEnv(t)
-	admin, err := kubernetes.NewForConfig(e.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := "r-" + strings.ToLower(rand.String(6))
-	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	admin, cluster := clusterNamespace(t)
 	data, err := os.ReadFile("../../deploy/agent/hub-clusterrole.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +115,7 @@ func writeInlineKubeconfig(t *testing.T, path string, cfg *rest.Config) {
 // kubelet to start the agent again.
 func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 	e := testEnv(t)
-	admin, err := kubernetes.NewForConfig(e.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := "t-" + strings.ToLower(rand.String(6))
-	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, cluster := clusterNamespace(t)
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	writeInlineKubeconfig(t, kubeconfig, e.Hub.Config)
@@ -172,4 +158,19 @@ func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run still running 30s after a --terminate-on-files file changed")
 	}
+}
+
+// clusterNamespace creates a cluster namespace of its own on the hub and returns it with an admin
+// client of the hub.
+func clusterNamespace(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	admin, err := kubernetes.NewForConfig(testEnv(t).Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := "r-" + strings.ToLower(rand.String(6))
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return admin, cluster
 }
