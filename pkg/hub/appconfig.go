@@ -179,52 +179,9 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	wanted := map[string]bool{}
-	var failed []string // clusters whose ManifestWork could not be written, with why
-	// One event per kind of change and reconcile, naming the clusters: not one per cluster.
-	changed := map[string][]string{} // event reason → clusters
-	defer func() {
-		for _, reason := range sortedKeys(changed) {
-			action := workEventActions[reason]
-			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
-				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
-		}
-	}()
-	for _, cluster := range clusters {
-		wanted[cluster] = true
-		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
-			return ctrl.Result{}, err
-		}
-		reason, err := r.sync(ctx, mw, works[cluster])
-		if err != nil {
-			// The other clusters still get theirs; this one is reported and retried.
-			why := err.Error()
-			if apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(why, "too large") {
-				size := 0
-				for _, m := range mw.Spec.Workload.Manifests {
-					size += len(m.Raw)
-				}
-				why += fmt.Sprintf(" (its manifests take %d KiB; the hub stores objects up to about 1.5 MiB: split the application into smaller AppConfigs)", size/1024)
-			}
-			failed = append(failed, fmt.Sprintf("cluster %s: %s", cluster, why))
-			continue
-		}
-		if reason != "" {
-			changed[reason] = append(changed[reason], cluster)
-		}
-	}
-	for cluster, mw := range works {
-		if !wanted[cluster] {
-			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
-			}
-			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
-			delete(works, cluster)
-		}
+	failed, err := r.deliver(ctx, app, rendered, clusters, works)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if len(failed) > 0 {
 		msg := "ManifestWorks not written: " + strings.Join(failed, "; ")
@@ -245,6 +202,64 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return result, r.setStatus(ctx, app, works, rendered, metav1.Condition{
 		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
 		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
+}
+
+// deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
+// placement, updating works to match. A cluster whose ManifestWork cannot be written does not stop the
+// others: it is returned in failed, with why. One event per kind of change names the clusters.
+func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
+	clusters []string, works map[string]*workv1.ManifestWork) (failed []string, err error) {
+	changed := map[string][]string{} // event reason → clusters
+	defer func() {
+		for _, reason := range sortedKeys(changed) {
+			action := workEventActions[reason]
+			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
+				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
+		}
+	}()
+	wanted := map[string]bool{}
+	for _, cluster := range clusters {
+		wanted[cluster] = true
+		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
+		if err != nil {
+			return failed, err
+		}
+		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
+			return failed, err
+		}
+		reason, err := r.sync(ctx, mw, works[cluster])
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
+			continue
+		}
+		if reason != "" {
+			changed[reason] = append(changed[reason], cluster)
+		}
+	}
+	for cluster, mw := range works {
+		if wanted[cluster] {
+			continue
+		}
+		if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
+			return failed, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
+		}
+		changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
+		delete(works, cluster)
+	}
+	return failed, nil
+}
+
+// writeFailure says why a ManifestWork could not be written, and for one too large what to do.
+func writeFailure(mw *workv1.ManifestWork, err error) string {
+	why := err.Error()
+	if apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(why, "too large") {
+		size := 0
+		for _, m := range mw.Spec.Workload.Manifests {
+			size += len(m.Raw)
+		}
+		why += fmt.Sprintf(" (its manifests take %d KiB; the hub stores objects up to about 1.5 MiB: split the application into smaller AppConfigs)", size/1024)
+	}
+	return why
 }
 
 // patchResync is how often an AppConfig with patch traits is rendered again with nothing changed.
