@@ -52,11 +52,17 @@ func (e *Environment) WriteHubKubeconfigDir(ctx context.Context, spoke string, r
 // WriteHubControllerKubeconfig gives a controller running on the hub (ferry-hub) the user name, bound
 // to role cluster-wide, and writes a kubeconfig for it to path.
 func (e *Environment) WriteHubControllerKubeconfig(ctx context.Context, user string, role *rbacv1.ClusterRole, path string) error {
-	cfg, err := e.Hub.grant(ctx, user, role, "")
+	cfg, err := e.HubControllerConfig(ctx, user, role)
 	if err != nil {
 		return err
 	}
 	return writeKubeconfig(path, e.Hub.Name, cfg)
+}
+
+// HubControllerConfig gives a controller running on the hub the user name, bound to role cluster-wide,
+// and returns a client configuration for it.
+func (e *Environment) HubControllerConfig(ctx context.Context, user string, role *rbacv1.ClusterRole) (*rest.Config, error) {
+	return e.Hub.grant(ctx, user, role, "")
 }
 
 // grant adds a user to the cluster and binds role to it: in namespace, or cluster-wide when namespace

@@ -128,8 +128,10 @@ func traitDefinitions() []*v1alpha2.TraitDefinition {
 type fleet struct {
 	env    *localcluster.Environment
 	scheme *runtime.Scheme
-	hub    client.Client            // admin client of the hub
-	spokes map[string]client.Client // admin clients of the spokes, by cluster name
+	hub    client.Client // admin client of the hub
+	// hubController reaches the hub as the hub controllers do in production: with deploy/hub's role.
+	hubController *rest.Config
+	spokes        map[string]client.Client // admin clients of the spokes, by cluster name
 }
 
 var (
@@ -173,7 +175,40 @@ func setUpFleet(env *localcluster.Environment) (*fleet, error) {
 			return nil, err
 		}
 	}
+	if f.hubController, err = hubControllerConfig(ctx, env); err != nil {
+		return nil, err
+	}
 	return f, startAgents(ctx, env)
+}
+
+// hubControllerUser is who the hub controllers run as in these tests.
+const hubControllerUser = "system:ferry:hub-controller"
+
+// hubControllerConfig is a credential of the hub limited to the shipped deploy/hub/clusterrole.yaml,
+// plus, as its comment tells users to add, the patch-trait kinds the tests use: every test proves
+// that the shipped role is enough.
+func hubControllerConfig(ctx context.Context, env *localcluster.Environment) (*rest.Config, error) {
+	data, err := os.ReadFile("../../deploy/hub/clusterrole.yaml")
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return nil, err
+	}
+	cfg, err := env.HubControllerConfig(ctx, hubControllerUser, role)
+	if err != nil {
+		return nil, err
+	}
+	patchTraits := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "ferry-hub-test-patch-traits"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{patchTraitGroup}, Resources: []string{"nodeselectors", "securitycontexts"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "delete"}}},
+	}
+	if _, err := env.HubControllerConfig(ctx, hubControllerUser, patchTraits); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // startAgents runs a real agent for every spoke until the shared environment stops. Each joins the
@@ -291,7 +326,7 @@ func (f *fixture) startHub(o hub.Options) {
 		f.t.Fatal("the hub controllers run already")
 	}
 	// Every request the hub controllers send that is not a read is counted.
-	cfg := rest.CopyConfig(f.env.Hub.Config)
+	cfg := rest.CopyConfig(f.hubController)
 	f.hubWrites = &atomic.Int64{}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
