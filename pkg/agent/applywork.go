@@ -8,10 +8,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
@@ -37,10 +37,6 @@ var (
 	crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	crdGK  = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
 )
-
-// crdEstablishWait bounds how long a reconcile waits for a CRD it just applied before its custom
-// resources are held back to the next round.
-const crdEstablishWait = 3 * time.Second
 
 // applyAll applies every manifest of the work, Namespaces and CRDs first, and returns one result per
 // manifest in spec order.
@@ -123,23 +119,39 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	gvk := m.obj.GroupVersionKind()
 	r.meta.Group, r.meta.Version, r.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
 	r.meta.Name, r.meta.Namespace = m.obj.GetName(), m.obj.GetNamespace()
-	if crd, held := a.pending[gvk.GroupKind()]; held && !c.crdEstablished(ctx, crd) {
+	if crd, held := a.pending[gvk.GroupKind()]; held && !c.crds.waitFor(gvk.GroupKind(), a.work.Name) {
+		// The CRD's watch requeues the work once it is Established: no worker waits for it.
 		r.waiting = fmt.Sprintf("waiting for CustomResourceDefinition %s to be established", crd)
-		a.after(time.Second)
 		return
 	}
-	if mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-		ns := r.meta.Namespace
-		if mapping.Scope.Name() != "namespace" {
-			ns = ""
-		}
-		r.config = configFor(a.work, mapping.Resource.GroupResource(), ns, r.meta.Name)
-		r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
-		if c.watches != nil {
-			c.watches.watch(mapping.Resource, ns)
-		}
+	// The strategy, the manifestConfig and the watch are chosen by the resource the kind maps to: only
+	// an authoritative mapping may decide them, never a guess from a mapper that is behind the spoke.
+	mapping, state, err := c.resolveMapping(gvk)
+	switch {
+	case err != nil:
+		r.err = err
+		a.retry()
+		return
+	case state == kindPending:
+		r.waiting = fmt.Sprintf("waiting for the cluster to serve %s in %s", gvk.Kind, gvk.GroupVersion())
+		a.after(time.Second) // discovery lags its CRD by moments
+		return
+	case state == kindUnknown:
+		r.err = &apply.UnknownKindError{GVK: gvk}
+		c.crds.waitFor(gvk.GroupKind(), a.work.Name) // applied as soon as a CRD brings the kind
+		return
+	}
+	ns := r.meta.Namespace
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		ns = ""
+	}
+	r.config = configFor(a.work, mapping.Resource.GroupResource(), ns, r.meta.Name)
+	r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
+	if c.watches != nil {
+		c.watches.watch(mapping.Resource, ns)
 	}
 	opts := optionsFor(r.config)
+	opts.Mapping = mapping
 	if opts.Strategy != apply.ReadOnly {
 		opts.Owner = a.owner
 	}
@@ -243,18 +255,4 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-// crdEstablished waits a little for the named CRD to be Established.
-func (c *controller) crdEstablished(ctx context.Context, name string) bool {
-	ctx, cancel := context.WithTimeout(ctx, crdEstablishWait)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		crd, err := c.dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil && established(crd), nil
-	})
-	return err == nil
 }

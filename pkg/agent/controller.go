@@ -39,6 +39,7 @@ type controller struct {
 	applier  *apply.Applier
 	feedback *feedback.Evaluator
 	watches  *objectWatches // nil: no event-driven status
+	crds     *crdTracker    // the spoke's CRDs: authoritative mappings, and works waiting for a kind
 
 	// the results of our own writes, until the informers have them
 	freshWorks *fresher[*workv1.ManifestWork]
@@ -111,6 +112,7 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 		if c.watches != nil {
 			c.watches.forget(name)
 		}
+		c.crds.forget(name)
 		return nextStep{}, nil
 	}
 	if err != nil {

@@ -111,6 +111,12 @@ func Start(ctx context.Context, cfg Config) error {
 	}
 	c.watches = newObjectWatches(ctx, meta, c.enqueue)
 	applier.WithExistenceHint(c.watches.exists)
+	if c.crds, err = newCRDTracker(dyn, mapper, c.enqueue); err != nil {
+		return err
+	}
+	crdsDone := make(chan struct{})
+	go func() { defer close(crdsDone); c.crds.run(ctx) }()
+	defer func() { <-crdsDone }()
 
 	_, err = works.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -155,6 +161,9 @@ func Start(ctx context.Context, cfg Config) error {
 		if !ok {
 			return nil
 		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.crds.hasSynced) {
+		return nil
 	}
 	c.log.Info("work agent started", "cluster", cfg.ClusterName, "hub", cfg.Hub.Host, "workers", cfg.Workers)
 	if cfg.Ready != nil {

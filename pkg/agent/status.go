@@ -21,8 +21,12 @@ const (
 	ReasonSSAIgnoreFieldError     = workv1.AppliedManifestSSAIgnoreFieldError
 	// ReasonApplyOnceSkipped: an ApplyOnceForce object deleted on the spoke is left deleted.
 	ReasonApplyOnceSkipped = "ApplyOnceSkipped"
-	// ReasonWaitingForCRD: a custom resource waits for its CustomResourceDefinition in the same work.
+	// ReasonWaitingForCRD: a custom resource waits for its CustomResourceDefinition to be Established
+	// and served.
 	ReasonWaitingForCRD = "WaitingForCustomResourceDefinition"
+	// ReasonUnknownKind: nothing on the spoke serves the manifest's kind (no CRD, a typo in apiVersion
+	// or kind); the manifest is applied as soon as a CRD brings the kind.
+	ReasonUnknownKind = "UnknownKind"
 
 	ReasonResourceAvailable    = "ResourceAvailable"
 	ReasonResourceNotAvailable = "ResourceNotAvailable"
@@ -130,6 +134,8 @@ func appliedCondition(r *manifestResult) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonWaitingForCRD, r.waiting
 	case apply.IsConflict(r.err):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonApplyConflict, r.err.Error()
+	case apply.IsUnknownKind(r.err):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonUnknownKind, r.err.Error()
 	case apply.IsIgnoreFieldError(r.err):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonSSAIgnoreFieldError, r.err.Error()
 	case r.err != nil:

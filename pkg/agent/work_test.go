@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 const (
@@ -93,12 +95,13 @@ func TestBadManifestsFailAloneWithAReason(t *testing.T) {
 	f := startAgent(t)
 	bad := []struct {
 		manifest string
+		reason   string
 		says     string
 	}{
-		{`{apiVersion: v1, kind: ConfigMap, metadata: {namespace: "{{ns}}"}}`, "metadata.name"},
-		{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: "{{ns}}"}}`, "Widget"},
-		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: nons}}`, "metadata.namespace"},
-		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: "Bad_Name", namespace: "{{ns}}"}}`, "Bad_Name"},
+		{`{apiVersion: v1, kind: ConfigMap, metadata: {namespace: "{{ns}}"}}`, workv1.AppliedManifestFailed, "metadata.name"},
+		{`{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: "{{ns}}"}}`, agent.ReasonUnknownKind, "Widget"},
+		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: nons}}`, workv1.AppliedManifestFailed, "metadata.namespace"},
+		{`{apiVersion: v1, kind: ConfigMap, metadata: {name: "Bad_Name", namespace: "{{ns}}"}}`, workv1.AppliedManifestFailed, "Bad_Name"},
 	}
 	for i, b := range bad {
 		manifests := []string{namespaceManifest, b.manifest, configMapA}
@@ -110,8 +113,8 @@ func TestBadManifestsFailAloneWithAReason(t *testing.T) {
 				hasCondition(w, 2, workv1.ManifestApplied, metav1.ConditionTrue)
 		})
 		c := manifestCondition(got, 1, workv1.ManifestApplied)
-		if c.Reason != workv1.AppliedManifestFailed || !strings.Contains(c.Message, b.says) {
-			t.Errorf("%s: Applied = %s %q, want %s mentioning %q", w.Name, c.Reason, c.Message, workv1.AppliedManifestFailed, b.says)
+		if c.Reason != b.reason || !strings.Contains(c.Message, b.says) {
+			t.Errorf("%s: Applied = %s %q, want %s mentioning %q", w.Name, c.Reason, c.Message, b.reason, b.says)
 		}
 		if !workCondition(got, workv1.WorkApplied, metav1.ConditionFalse) {
 			t.Errorf("%s: work-level Applied is not False", w.Name)

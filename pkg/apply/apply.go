@@ -62,6 +62,11 @@ type Options struct {
 	AppliedHash string
 	// Owner, when set, is added to the object's owner references (and kept there).
 	Owner *metav1.OwnerReference
+	// Mapping, when set, is the resource the manifest's kind maps to as the caller resolved it, and Apply
+	// does not map the kind again. A caller that chooses the options by resource (the agent picks a
+	// manifest's strategy by its manifestConfigs) passes the mapping it chose by, so that the strategy
+	// and the resource written can never disagree.
+	Mapping *meta.RESTMapping
 }
 
 // DefaultFieldManager is the field manager Ferry writes under unless told otherwise; it is the name
@@ -177,9 +182,13 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 	if err != nil {
 		return Result{}, err
 	}
-	mapping, err := a.mapping(desired.GroupVersionKind())
-	if err != nil {
-		return Result{}, err
+	mapping := opts.Mapping
+	if mapping == nil {
+		if mapping, err = a.mapping(desired.GroupVersionKind()); err != nil {
+			return Result{}, err
+		}
+	} else if mapping.GroupVersionKind != desired.GroupVersionKind() {
+		return Result{}, fmt.Errorf("the mapping given for %s is of %s", desired.GroupVersionKind(), mapping.GroupVersionKind)
 	}
 	r := &request{desired: desired, opts: opts, store: a.store}
 	r.result.Resource = mapping.Resource
