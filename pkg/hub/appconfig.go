@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -95,11 +93,24 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("index ManifestWorks by AppConfig: %w", err)
 	}
 	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
-		if ns == "" || name == "" {
-			return nil
+		if app, ok := appConfigOfLabels(o); ok {
+			return []reconcile.Request{{NamespacedName: app}}
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+		return nil
+	})
+	// A ManifestWork of an AppConfig's name that Ferry did not write for it blocks the AppConfig's
+	// delivery to that cluster, and the index does not see it: its name finds the AppConfig, so that
+	// deleting or relabelling it brings the AppConfig back at once.
+	byLabelsOrName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		labelled, ok := appConfigOfLabels(o)
+		if ok {
+			out = append(out, reconcile.Request{NamespacedName: labelled})
+		}
+		if named, ok := appConfigOfWorkName(o.GetName()); ok && named != labelled {
+			out = append(out, reconcile.Request{NamespacedName: named})
+		}
+		return out
 	})
 	allInNamespace := func(all bool) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -122,10 +133,10 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("appconfigs").
 		For(&v1alpha2.ApplicationConfiguration{}).
-		Watches(&workv1.ManifestWork{}, byLabels).
+		Watches(&workv1.ManifestWork{}, byLabelsOrName).
 		Watches(&v1alpha2.Component{}, allInNamespace(false)).
-		// Only a cluster's labels (and its coming and going) change a placement; its status does not.
-		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		// Only a cluster's labels and its coming and going change a placement; its status does not.
+		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(placementChanged)).
 		Watches(&placementDecision{}, allInNamespace(false)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
 		Build(r)
@@ -148,6 +159,10 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
 		if err := r.Client.Update(ctx, app); err != nil {
+			if apierrors.IsConflict(err) {
+				// The AppConfig changed since the cache saw it: its watch event brings it back.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
@@ -179,17 +194,24 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	failed, err := r.deliver(ctx, app, rendered, clusters, works)
+	delivered, err := r.deliver(ctx, app, rendered, clusters, works)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(failed) > 0 {
-		msg := "ManifestWorks not written: " + strings.Join(failed, "; ")
-		if err := r.setStatus(ctx, app, works, rendered, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkFailed", Message: msg}); err != nil {
+	if cond, notReady := delivered.notReady(len(clusters)); notReady {
+		if err := r.setStatus(ctx, app, works, rendered, cond); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, errors.New(msg) // retried with backoff
+		if len(delivered.failed) > 0 {
+			return ctrl.Result{}, errors.New(cond.Message) // retried with backoff
+		}
+		// Only the owner of the foreign work can clear the way; the watch of ManifestWorks brings the
+		// AppConfig back when they rename or delete it, and this looks again now and then meanwhile.
+		return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
+	}
+	if delivered.raced {
+		// Not a failure, and not delivered yet either: the status stays as it is until it is.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	var result ctrl.Result
 	for _, rc := range rendered {
@@ -204,72 +226,25 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
 }
 
-// deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
-// placement, updating works to match. A cluster whose ManifestWork cannot be written does not stop the
-// others: it is returned in failed, with why. One event per kind of change names the clusters.
-func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	clusters []string, works map[string]*workv1.ManifestWork) (failed []string, err error) {
-	changed := map[string][]string{} // event reason → clusters
-	defer func() {
-		for _, reason := range sortedKeys(changed) {
-			action := workEventActions[reason]
-			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
-				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
-		}
-	}()
-	wanted := map[string]bool{}
-	for _, cluster := range clusters {
-		wanted[cluster] = true
-		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
-		if err != nil {
-			return failed, err
-		}
-		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
-			return failed, err
-		}
-		reason, err := r.sync(ctx, mw, works[cluster])
-		if err != nil {
-			failed = append(failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
-			continue
-		}
-		if reason != "" {
-			changed[reason] = append(changed[reason], cluster)
-		}
-	}
-	for cluster, mw := range works {
-		if wanted[cluster] {
-			continue
-		}
-		if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
-			return failed, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
-		}
-		changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
-		delete(works, cluster)
-	}
-	return failed, nil
-}
-
-// writeFailure says why a ManifestWork could not be written, and for one too large what to do.
-func writeFailure(mw *workv1.ManifestWork, err error) string {
-	why := err.Error()
-	if apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(why, "too large") {
-		size := 0
-		for _, m := range mw.Spec.Workload.Manifests {
-			size += len(m.Raw)
-		}
-		why += fmt.Sprintf(" (its manifests take %d KiB; the hub stores objects up to about 1.5 MiB: split the application into smaller AppConfigs)", size/1024)
-	}
-	return why
-}
-
 // patchResync is how often an AppConfig with patch traits is rendered again with nothing changed.
 const patchResync = time.Minute
+
+// conflictRetry is how soon an AppConfig is reconciled again after one of its writes lost a race with
+// another writer (a stale cache): the watch usually brings it back sooner.
+const conflictRetry = 500 * time.Millisecond
+
+// notOwnedRecheck is how often an AppConfig blocked by a ManifestWork Ferry does not own looks again,
+// besides the watch of ManifestWorks.
+const notOwnedRecheck = time.Minute
 
 // workIndex indexes cached ManifestWorks by the <namespace>/<name> of their AppConfig.
 const workIndex = "ferry.io/appconfig"
 
-// workEventActions are the actions of the ManifestWork events, by reason.
-var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "ManifestWorkUpdated": "Update", "ManifestWorkDeleted": "Delete"}
+// appConfigOfLabels is the AppConfig an object's Ferry labels name, if they name one.
+func appConfigOfLabels(o client.Object) (types.NamespacedName, bool) {
+	ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
+	return types.NamespacedName{Namespace: ns, Name: name}, ns != "" && name != ""
+}
 
 // works returns the AppConfig's ManifestWorks by cluster.
 func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
@@ -284,36 +259,6 @@ func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.Applicati
 	return out, nil
 }
 
-// sync creates the ManifestWork or updates its spec and labels, writing only when they changed. What
-// was written is known by a hash of the spec in an annotation: the API server fills defaults into the
-// stored spec, so comparing it with the rendered one would see a change every time.
-func (r *AppConfigReconciler) sync(ctx context.Context, want, have *workv1.ManifestWork) (event string, err error) {
-	spec, err := json.Marshal(want.Spec)
-	if err != nil {
-		return "", fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	hash := specHash(spec)
-	if have == nil {
-		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationSpecHash, hash)
-		if err := r.Client.Create(ctx, want); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return "", nil // the cache is behind: the next round compares
-			}
-			return "", fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
-		}
-		return "ManifestWorkCreated", nil
-	}
-	if have.Annotations[AnnotationSpecHash] == hash && equality.Semantic.DeepEqual(have.Labels, want.Labels) {
-		return "", nil
-	}
-	have.Spec, have.Labels = want.Spec, want.Labels
-	metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, hash)
-	if err := r.Client.Update(ctx, have); err != nil {
-		return "", fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
-	}
-	return "ManifestWorkUpdated", nil
-}
-
 // finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.
 func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works map[string]*workv1.ManifestWork) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(app, AppConfigFinalizer) {
@@ -321,7 +266,7 @@ func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.Applic
 	}
 	for _, mw := range works {
 		if mw.DeletionTimestamp == nil {
-			if err := r.Client.Delete(ctx, mw); client.IgnoreNotFound(err) != nil {
+			if err := r.deleteWork(ctx, mw); err != nil {
 				return ctrl.Result{}, fmt.Errorf("delete ManifestWork %s/%s: %w", mw.Namespace, mw.Name, err)
 			}
 		}
@@ -333,7 +278,13 @@ func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.Applic
 		return ctrl.Result{}, err
 	}
 	controllerutil.RemoveFinalizer(app, AppConfigFinalizer)
-	return ctrl.Result{}, r.Client.Update(ctx, app)
+	if err := r.Client.Update(ctx, app); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil // the cache is behind: look again
+		}
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
 }
 
 // resolve finds the spec an AppConfig entry renders: the component's latest revision, or the pinned one.
@@ -351,7 +302,14 @@ func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) fun
 			revName = comp.Status.LatestRevision.Name
 		}
 		rev := &appsv1.ControllerRevision{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: revName}, rev); err != nil {
+		key := types.NamespacedName{Namespace: namespace, Name: revName}
+		err := r.Client.Get(ctx, key, rev)
+		if apierrors.IsNotFound(err) {
+			// The Component's status may name a revision just created that the cache has not seen
+			// yet: a missing revision is only reported when the API server does not have it either.
+			err = r.APIReader.Get(ctx, key, rev)
+		}
+		if err != nil {
 			return ResolvedComponent{}, fmt.Errorf("revision %s: %w", revName, err)
 		}
 		spec := &v1alpha2.ComponentSpec{}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -194,4 +195,11 @@ func revisionNumber(name string) int64 {
 	}
 	n, _ := strconv.ParseInt(name[i+2:], 10, 64)
 	return n
+}
+
+// appConfigOfWorkName is the AppConfig whose ManifestWorks have this name (see ManifestWorkName), if
+// it is such a name. A namespace has no dots, so the first dot ends it.
+func appConfigOfWorkName(name string) (types.NamespacedName, bool) {
+	ns, app, ok := strings.Cut(name, ".")
+	return types.NamespacedName{Namespace: ns, Name: app}, ok && ns != "" && app != ""
 }

@@ -9,6 +9,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
@@ -70,3 +72,17 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 	slices.Sort(out)
 	return out, nil
 }
+
+// placementChanged passes the changes of a ManagedCluster that can move an AppConfig's placement: its
+// labels, and the start of its deletion (a finalizer may hold it for a long time, and a cluster being
+// deleted leaves every placement at once, see TargetClusters). Its status changes often and moves
+// nothing.
+var placementChanged = predicate.Or[client.Object](predicate.LabelChangedPredicate{}, predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld != nil && e.ObjectNew != nil &&
+			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+	},
+})

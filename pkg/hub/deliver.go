@@ -1,0 +1,249 @@
+package hub
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// delivery is what deliver could not do. A failed or not-owned cluster is shown to the user; a raced
+// write is not: it is a race with another writer (an agent writing the work's status, someone deleting
+// it), retried soon.
+type delivery struct {
+	// failed are the clusters whose ManifestWork could not be written, each with why.
+	failed []string
+	// notOwned are the clusters holding a ManifestWork of the AppConfig's name that Ferry did not
+	// create for it, each with what to do.
+	notOwned []string
+	// raced is set when a write lost races until the retries ran out.
+	raced bool
+}
+
+// errWriteRaced marks a ManifestWork write that lost a race with another writer: nothing is wrong,
+// the next round writes it.
+var errWriteRaced = errors.New("the ManifestWork changed while it was being written")
+
+// WorkNotOwnedError says that a ManifestWork of the name Ferry writes for an AppConfig exists, but Ferry
+// did not create it for that AppConfig: Ferry neither adopts nor overwrites it.
+type WorkNotOwnedError struct {
+	Namespace, Name string
+	// Owner is the <namespace>/<name> of the AppConfig the work's labels name; empty when they name none.
+	Owner string
+}
+
+func (e *WorkNotOwnedError) Error() string {
+	whose := "it has no " + LabelAppConfigNamespace + " and " + LabelAppConfigName + " labels"
+	if e.Owner != "" {
+		whose = "its labels give it to AppConfig " + e.Owner
+	}
+	return fmt.Sprintf("ManifestWork %s/%s exists but Ferry did not create it for this AppConfig (%s); Ferry neither adopts nor overwrites it: "+
+		"rename or delete that ManifestWork and the AppConfig is delivered to %s", e.Namespace, e.Name, whose, e.Namespace)
+}
+
+// ownedBy reports whether Ferry wrote mw for app: its labels name app.
+func ownedBy(mw *workv1.ManifestWork, app *v1alpha2.ApplicationConfiguration) bool {
+	return mw.Labels[LabelAppConfigNamespace] == app.Namespace && mw.Labels[LabelAppConfigName] == app.Name
+}
+
+// deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
+// placement, updating works to match. A cluster whose ManifestWork cannot be written does not stop the
+// others: it is returned in the delivery, with why. One event per kind of change names the clusters.
+func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
+	clusters []string, works map[string]*workv1.ManifestWork) (out delivery, err error) {
+	changed := map[string][]string{} // event reason → clusters
+	defer func() {
+		for _, reason := range sortedKeys(changed) {
+			action := workEventActions[reason]
+			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
+				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
+		}
+	}()
+	wanted := map[string]bool{}
+	for _, cluster := range clusters {
+		wanted[cluster] = true
+		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
+		if err != nil {
+			return out, err
+		}
+		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
+			return out, err
+		}
+		reason, err := r.sync(ctx, app, mw, works[cluster])
+		var notOwned *WorkNotOwnedError
+		switch {
+		case errors.As(err, &notOwned):
+			out.notOwned = append(out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
+		case errors.Is(err, errWriteRaced):
+			log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
+			out.raced = true
+		case err != nil:
+			out.failed = append(out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
+		case reason != "":
+			changed[reason] = append(changed[reason], cluster)
+		}
+	}
+	for cluster, mw := range works {
+		if wanted[cluster] {
+			continue
+		}
+		if err := r.deleteWork(ctx, mw); err != nil {
+			return out, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
+		}
+		changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
+		delete(works, cluster)
+	}
+	return out, nil
+}
+
+// notReady is the Ready condition for what could not be delivered, if anything could not, out of
+// clusters targeted.
+func (d delivery) notReady(clusters int) (metav1.Condition, bool) {
+	switch {
+	case len(d.failed) > 0:
+		msg := "ManifestWorks not written: " + strings.Join(append(d.failed, d.notOwned...), "; ")
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkFailed", Message: msg}, true
+	case len(d.notOwned) > 0:
+		msg := fmt.Sprintf("delivered to %d of %d clusters; not delivered to %s", clusters-len(d.notOwned), clusters, strings.Join(d.notOwned, "; "))
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkNotOwned", Message: msg}, true
+	}
+	return metav1.Condition{}, false
+}
+
+// writeFailure says why a ManifestWork could not be written, and for one too large what to do.
+func writeFailure(mw *workv1.ManifestWork, err error) string {
+	why := err.Error()
+	if apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(why, "too large") {
+		size := 0
+		for _, m := range mw.Spec.Workload.Manifests {
+			size += len(m.Raw)
+		}
+		why += fmt.Sprintf(" (its manifests take %d KiB; the hub stores objects up to about 1.5 MiB: split the application into smaller AppConfigs)", size/1024)
+	}
+	return why
+}
+
+// workEventActions are the actions of the ManifestWork events, by reason.
+var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "ManifestWorkUpdated": "Update", "ManifestWorkDeleted": "Delete"}
+
+// sync creates app's ManifestWork want or updates the spec and labels of have, the one the cache shows,
+// writing only when they changed. What was written is known by a hash of the spec in an annotation: the
+// API server fills defaults into the stored spec, so comparing it with the rendered one would see a
+// change every time.
+//
+// The agent writes the work's status at any time, so the cached work may be older than the stored one
+// and its Update answered with a conflict: then the stored work is read and written again. A work of
+// this name that Ferry did not write for app (found when Create says it exists) is left alone and
+// reported as a WorkNotOwnedError.
+func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) (event string, err error) {
+	spec, err := json.Marshal(want.Spec)
+	if err != nil {
+		return "", fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationSpecHash, specHash(spec))
+	if have == nil {
+		err := r.Client.Create(ctx, want)
+		if err == nil {
+			return "ManifestWorkCreated", nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("create ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		// The cache did not show it as app's: either the cache is behind a work Ferry created, or the
+		// work is someone else's.
+		if have, err = r.storedWork(ctx, app, want); err != nil {
+			return "", err
+		}
+	}
+	updated, conflicted := false, false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if conflicted {
+			// Someone (the agent, with the work's status) wrote the work since it was read: start from
+			// the stored work.
+			stored, err := r.storedWork(ctx, app, want)
+			if err != nil {
+				return err
+			}
+			have = stored
+		}
+		conflicted = true // if this attempt is retried, it was for a conflict
+		if upToDate(have, want) {
+			return nil
+		}
+		have.Spec = want.Spec
+		for k, v := range want.Labels {
+			metav1.SetMetaDataLabel(&have.ObjectMeta, k, v)
+		}
+		metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, want.Annotations[AnnotationSpecHash])
+		if err := r.Client.Update(ctx, have); err != nil {
+			return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
+		}
+		updated = true
+		return nil
+	})
+	switch {
+	case apierrors.IsConflict(err):
+		return "", fmt.Errorf("%w: %w", errWriteRaced, err)
+	case err != nil:
+		return "", err
+	case updated:
+		return "ManifestWorkUpdated", nil
+	}
+	return "", nil
+}
+
+// upToDate reports whether have carries want's spec (by its hash) and labels.
+func upToDate(have, want *workv1.ManifestWork) bool {
+	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+		return false
+	}
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// storedWork reads the ManifestWork named like want from the API server, past the cache, and makes sure
+// Ferry wrote it for app.
+func (r *AppConfigReconciler) storedWork(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+	stored := &workv1.ManifestWork{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), stored); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted since Create or Update saw it: the next round creates it.
+			return nil, fmt.Errorf("ManifestWork %s/%s deleted: %w", want.Namespace, want.Name, errWriteRaced)
+		}
+		return nil, fmt.Errorf("read ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if !ownedBy(stored, app) {
+		e := &WorkNotOwnedError{Namespace: stored.Namespace, Name: stored.Name}
+		if ns, name := stored.Labels[LabelAppConfigNamespace], stored.Labels[LabelAppConfigName]; ns != "" || name != "" {
+			e.Owner = ns + "/" + name
+		}
+		return nil, e
+	}
+	return stored, nil
+}
+
+// deleteWork deletes a ManifestWork the cache shows as the AppConfig's, and no other: should it have
+// been replaced since by a work of the same name (someone else's), that one stays.
+func (r *AppConfigReconciler) deleteWork(ctx context.Context, mw *workv1.ManifestWork) error {
+	err := r.Client.Delete(ctx, mw, client.Preconditions{UID: &mw.UID})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone already; a conflict on the UID says the work meant is gone too
+	}
+	return err
+}
