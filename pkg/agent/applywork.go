@@ -41,7 +41,7 @@ var (
 // applyAll applies every manifest of the work, Namespaces and CRDs first, and returns one result per
 // manifest in spec order.
 func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) ([]manifestResult, nextStep) {
-	ms := decodeManifests(work)
+	ms := rejectConflictingDuplicates(decodeManifests(work))
 	a := &workApply{
 		work:    work,
 		results: make([]manifestResult, len(ms)),
@@ -147,7 +147,8 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	}
 	r.config = configFor(a.work, mapping.Resource.GroupResource(), ns, r.meta.Name)
 	r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
-	if c.watches != nil {
+	if c.watches != nil && (ns != "" || mapping.Scope.Name() != meta.RESTScopeNameNamespace) {
+		// (A namespaced manifest without a namespace fails below; it must not start a cluster-wide watch.)
 		c.watches.watch(mapping.Resource, ns)
 	}
 	opts := optionsFor(r.config)
@@ -157,6 +158,9 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	}
 	if opts.Strategy == apply.ApplyOnceForce {
 		opts.AppliedHash = a.forced[identityKey(r)]
+	}
+	if c.heldByAnotherWork(a.work.Name, r, m.obj, opts) {
+		return
 	}
 	r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
 	if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
@@ -206,7 +210,7 @@ func optionsFor(cfg *workv1.ManifestConfigOption) apply.Options {
 // retriable reports whether an apply error may go away by itself, so that the work is retried with
 // backoff rather than at the next resync.
 func retriable(err error) bool {
-	if err == nil || apply.IsInvalidManifest(err) || apply.IsUnknownKind(err) {
+	if err == nil || apply.IsInvalidManifest(err) || apply.IsUnknownKind(err) || isObjectOwnedByAnotherWork(err) {
 		return false
 	}
 	if apply.IsConflict(err) {

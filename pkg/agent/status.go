@@ -136,6 +136,8 @@ func appliedCondition(r *manifestResult) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonApplyConflict, r.err.Error()
 	case apply.IsUnknownKind(r.err):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonUnknownKind, r.err.Error()
+	case isObjectOwnedByAnotherWork(r.err):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonObjectOwnedByAnotherWork, r.err.Error()
 	case apply.IsIgnoreFieldError(r.err):
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonSSAIgnoreFieldError, r.err.Error()
 	case r.err != nil:

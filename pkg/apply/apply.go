@@ -192,7 +192,6 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 	}
 	r := &request{desired: desired, opts: opts, store: a.store}
 	r.result.Resource = mapping.Resource
-	r.result.Hash = Hash(desired)
 	r.result.Namespaced = mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
 	case r.result.Namespaced && desired.GetNamespace() == "":
@@ -201,6 +200,9 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 		// The API server would ignore it; drop it so that it does not show up as a difference.
 		desired.SetNamespace("")
 	}
+	// After the namespace of a cluster-scoped object is dropped: the hash is that of the record written,
+	// which RecordHash computes too.
+	r.result.Hash = Hash(desired)
 	if r.result.Namespaced {
 		r.client = a.client.Resource(mapping.Resource).Namespace(desired.GetNamespace())
 	} else {

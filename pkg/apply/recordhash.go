@@ -1,0 +1,26 @@
+package apply
+
+import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+// RecordHash is the hash of the last-applied record Apply writes for manifest under Update, ApplyOnce
+// and ApplyOnceForce: the manifest normalized as Apply normalizes it, without a namespace when its
+// resource is cluster-scoped. Compared with AppliedHash of an object, it tells without applying anything
+// whether the object was last applied with this very manifest.
+func RecordHash(manifest *unstructured.Unstructured, namespaced bool) (string, error) {
+	desired, err := normalize(manifest)
+	if err != nil {
+		return "", err
+	}
+	if !namespaced {
+		desired.SetNamespace("")
+	}
+	return Hash(desired), nil
+}
+
+// AppliedHash is the hash of the last-applied record an object carries in annotations, or "" when it
+// has none (an object written under ServerSideApply or CreateOnly, or by someone else).
+func AppliedHash(annotations map[string]string) string {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAnnotations(annotations)
+	return appliedHash(u)
+}
