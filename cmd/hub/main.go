@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	goflag "flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +12,10 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ferry-mc/ferry/pkg/hub"
@@ -32,6 +36,7 @@ func newCommand() *cobra.Command {
 	var kubeconfig, applyOnce string
 	var qps float32
 	var burst int
+	logConfig := textlogger.NewConfig(textlogger.Output(os.Stderr))
 	cmd := &cobra.Command{
 		Use:           "ferry-hub",
 		Short:         "Turn OAM ApplicationConfigurations into ManifestWorks for managed clusters",
@@ -39,13 +44,21 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// One structured logger for the controllers (a failing reconcile logs the AppConfig and the
+			// error) and for client-go underneath them.
+			log := textlogger.NewLogger(logConfig)
+			ctrl.SetLogger(log)
+			klog.SetLoggerWithOptions(log, klog.ContextualLogger(true))
 			o.ApplyOnceOnly = hub.ApplyOnceOnly(applyOnce)
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			cfg, err := ctrl.GetConfig()
+			var cfg *rest.Config
+			var err error
 			if kubeconfig != "" {
 				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			} else {
+				cfg, err = ctrl.GetConfig()
 			}
 			if err != nil {
 				return fmt.Errorf("hub kubeconfig: %w", err)
@@ -68,5 +81,9 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader among several ferry-hub replicas.")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
+	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
+	logConfig.AddFlags(logFlags) // -v and -vmodule, as every Kubernetes component
+	f.AddGoFlagSet(logFlags)
+	f.Lookup("v").Usage = "Log verbosity: 0 says what a person needs to know (failing reconciles among it), higher adds detail."
 	return cmd
 }

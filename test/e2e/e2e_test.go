@@ -340,6 +340,11 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 				t.Errorf("%s: a permission the shipped role lacks: %s", log, line)
 			}
 		}
+		// The controllers' own log lines reach the file (a failing reconcile would be one of them).
+		if log == "hub-controller.log" && (!strings.Contains(string(data), `"Starting workers" controller="appconfigs"`) ||
+			strings.Contains(string(data), "SetLogger(...) was never called")) {
+			t.Errorf("%s does not show the controllers' log:\n%s", log, tail(string(data), 20))
+		}
 	}
 }
 
