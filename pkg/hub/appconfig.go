@@ -345,7 +345,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 		if ready.Status != metav1.ConditionTrue {
 			typ = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(app, nil, typ, ready.Reason, "Render", "%s", ready.Message)
+		r.Recorder.Eventf(app, nil, typ, ready.Reason, "Render", "%s", eventNote(ready.Message))
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
 	if rendered != nil {

@@ -68,7 +68,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		for _, reason := range sortedKeys(changed) {
 			action := workEventActions[reason]
 			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
-				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), strings.Join(changed[reason], ", "))
+				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(changed[reason], maxEventNote/2))
 		}
 	}()
 	wanted := map[string]bool{}
