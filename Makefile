@@ -25,18 +25,20 @@ control-plane: ## build etcd, kube-apiserver, kube-controller-manager into bin/c
 	hack/tools/build-control-plane.sh
 
 .PHONY: manifests
-manifests: ## vendor the OCM CRDs into manifests/ocm; generate the OAM CRDs (manifests/oam) and deepcopy with controller-gen
+manifests: ## vendor the OCM CRDs into manifests/ocm; generate the OAM CRDs (manifests/oam) and deepcopy with controller-gen; copy the CRDs into deploy/
 	hack/vendor-ocm-crds.sh
 	hack/generate-oam.sh
+	deploy/sync-crds.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, the vendored CRDs match the pinned modules, the generated OAM code matches its types
+verify: ## gofmt, go vet, the vendored CRDs match the pinned modules, the generated OAM code matches its types, deploy/'s CRD copies match
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './bin/*' -not -path './.local/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	hack/vendor-ocm-crds.sh >/dev/null
 	@git diff --exit-code --stat -- manifests/ocm || { echo "manifests/ocm is out of date: run make manifests and commit"; exit 1; }
 	hack/generate-oam.sh --verify
+	deploy/sync-crds.sh --verify
 
 .PHONY: test
 test: control-plane verify ## build the control plane if needed, verify, and run every test against real API servers
