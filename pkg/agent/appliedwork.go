@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -55,31 +56,74 @@ func finalizersPatch(m metav1.ObjectMeta, finalizers []string) []byte {
 	return p
 }
 
-// ensureAppliedWork returns the work's AppliedManifestWork, creating it when missing.
+// errAppliedWorkBeingDeleted: objects applied with an AppliedManifestWork that is being deleted (evicted,
+// or deleted by hand) as their owner would be deleted with it, so the work waits until it is gone — its
+// deletion enqueues the work — and then gets a fresh one.
+var errAppliedWorkBeingDeleted = errors.New("it is being deleted; the work is applied again, with a fresh one, once it is gone")
+
+// ensureAppliedWork returns the AppliedManifestWork to apply the work with: the existing one, adopted
+// again if eviction had marked it, or a new one. It never returns one that is being deleted (see the
+// comment at the top of eviction.go).
 func (c *controller) ensureAppliedWork(ctx context.Context, work *workv1.ManifestWork) (*workv1.AppliedManifestWork, error) {
 	name := c.appliedWorkName(work.Name)
 	amw, err := c.amwLister.Get(name)
-	if err == nil {
-		if amw.Spec.AgentID != c.agentID || amw.Spec.ManifestWorkName != work.Name {
-			// Another agent's record (another cluster of the same hub, joined to this spoke before):
-			// adopting it would remove that cluster's objects.
-			return nil, fmt.Errorf("AppliedManifestWork %s on the spoke belongs to agent %q, not to this agent %q: delete it if that agent is gone", name, amw.Spec.AgentID, c.agentID)
-		}
-		return c.freshAMWs.pick(amw), nil
+	if apierrors.IsNotFound(err) {
+		amw, err = c.createAppliedWork(ctx, work)
+	} else if err == nil {
+		amw = c.freshAMWs.pick(amw)
 	}
-	if !apierrors.IsNotFound(err) {
+	if err != nil {
 		return nil, err
 	}
-	amw = &workv1.AppliedManifestWork{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
+	if amw.Spec.AgentID != c.agentID || amw.Spec.ManifestWorkName != work.Name {
+		// Another agent's record (another cluster of the same hub, joined to this spoke before):
+		// adopting it would remove that cluster's objects.
+		return nil, fmt.Errorf("AppliedManifestWork %s on the spoke belongs to agent %q, not to this agent %q: delete it if that agent is gone", name, amw.Spec.AgentID, c.agentID)
+	}
+	if amw.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("AppliedManifestWork %s: %w", name, errAppliedWorkBeingDeleted)
+	}
+	if amw.Status.EvictionStartTime != nil {
+		return c.adoptMarkedAppliedWork(ctx, work, amw)
+	}
+	return amw, nil
+}
+
+// createAppliedWork creates the work's AppliedManifestWork, or reads it live when it exists already.
+func (c *controller) createAppliedWork(ctx context.Context, work *workv1.ManifestWork) (*workv1.AppliedManifestWork, error) {
+	amw := &workv1.AppliedManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: c.appliedWorkName(work.Name), Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
 		Spec:       workv1.AppliedManifestWorkSpec{HubHash: c.hubHash, AgentID: c.agentID, ManifestWorkName: work.Name},
 	}
 	created, err := c.amws.Create(ctx, amw, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		// The informer has not seen it yet.
-		return c.amws.Get(ctx, name, metav1.GetOptions{})
+		if created, err = c.amws.Get(ctx, amw.Name, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("read AppliedManifestWork %s: %w", amw.Name, err)
+		}
+		return created, nil
 	}
-	return created, err
+	if err != nil {
+		return nil, fmt.Errorf("create AppliedManifestWork %s: %w", amw.Name, err)
+	}
+	return created, nil
+}
+
+// adoptMarkedAppliedWork unmarks an AppliedManifestWork that eviction marked, before anything is applied
+// with it. The write changes its resourceVersion, so an eviction that examined it marked fails its
+// precondition; if eviction claimed it first, this write fails instead and the work is retried, to find
+// it being deleted.
+func (c *controller) adoptMarkedAppliedWork(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) (*workv1.AppliedManifestWork, error) {
+	unmarked := amw.DeepCopy()
+	unmarked.Status.EvictionStartTime = nil
+	updated, err := c.amws.UpdateStatus(ctx, unmarked, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("adopt AppliedManifestWork %s marked for eviction again: %w", amw.Name, err)
+	}
+	c.freshAMWs.wrote(amw.ResourceVersion, updated)
+	c.log.Info("ManifestWork delivered again: its AppliedManifestWork is no longer marked for eviction",
+		"work", work.Name, "appliedManifestWork", amw.Name, "markedSince", amw.Status.EvictionStartTime.Time)
+	return updated, nil
 }
 
 func readForceHashes(amw *workv1.AppliedManifestWork) map[string]string {

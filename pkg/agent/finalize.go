@@ -48,7 +48,9 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 
 // removeAppliedWork deletes the objects an AppliedManifestWork records (but those orphan keeps, which
 // only lose its owner reference), and once they are gone the AppliedManifestWork itself. done reports
-// that nothing is left to wait for.
+// that nothing is left to wait for. It runs only where no worker applies with amw meanwhile: for a work
+// being deleted (which cannot come back before its finalizer goes), or for an AppliedManifestWork
+// eviction has claimed by deleting it (see eviction.go).
 func (c *controller) removeAppliedWork(ctx context.Context, amw *workv1.AppliedManifestWork, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
 	allGone := true
 	for _, a := range amw.Status.AppliedResources {
@@ -63,11 +65,19 @@ func (c *controller) removeAppliedWork(ctx context.Context, amw *workv1.AppliedM
 	}
 	if slices.Contains(amw.Finalizers, workv1.AppliedManifestWorkFinalizer) {
 		rest := slices.DeleteFunc(slices.Clone(amw.Finalizers), func(f string) bool { return f == workv1.AppliedManifestWorkFinalizer })
-		if _, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, finalizersPatch(amw.ObjectMeta, rest), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		_, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, finalizersPatch(amw.ObjectMeta, rest), metav1.PatchOptions{})
+		switch {
+		case apierrors.IsConflict(err):
+			// Changed since it was read (a cache behind, a status write): removed at the next look.
+			return false, nil
+		case err != nil && !apierrors.IsNotFound(err):
 			return false, fmt.Errorf("remove AppliedManifestWork finalizer: %w", err)
 		}
 	}
-	if err := c.amws.Delete(ctx, amw.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	// The UID precondition: a fresh AppliedManifestWork of the same name is not this one.
+	uid := amw.UID
+	err = c.amws.Delete(ctx, amw.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return false, fmt.Errorf("delete AppliedManifestWork: %w", err)
 	}
 	return true, nil
