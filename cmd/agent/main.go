@@ -54,6 +54,7 @@ func newCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			installLogger(cmd.Context(), o, cmd.ErrOrStderr())
 			return agent.Run(cmd.Context(), o)
 		},
 	}

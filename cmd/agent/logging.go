@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
+)
+
+// installLogger makes klog — through which client-go's informers and the agent's controllers log —
+// write klog's text format to out, with the connection errors of an API server outage folded into a
+// line when it starts and one when it ends (agent.WithQuietOutages). If the hub or spoke configuration
+// cannot be read, the plain logger stays, and agent.Run reports what is wrong with it.
+func installLogger(ctx context.Context, o *agent.Options, out io.Writer) {
+	base := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out)))
+	log, err := agent.WithQuietOutages(ctx, o, base)
+	if err != nil {
+		log = base
+	}
+	klog.SetLoggerWithOptions(log, klog.ContextualLogger(true))
+}
