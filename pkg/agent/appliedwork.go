@@ -145,7 +145,7 @@ func appliedKey(a workv1.AppliedManifestResourceMeta) string {
 
 // syncAppliedWork records what the work applied in its AppliedManifestWork and removes from the spoke
 // what the work no longer holds.
-func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork, results []manifestResult) error {
+func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork, results []manifestResult) (removing bool, err error) {
 	previous := map[string]workv1.AppliedManifestResourceMeta{}
 	for _, a := range amw.Status.AppliedResources {
 		previous[appliedKey(a)] = a
@@ -214,6 +214,7 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 		}
 		if !gone {
 			applied = append(applied, a)
+			removing = true
 		}
 	}
 	slices.SortFunc(applied, func(x, y workv1.AppliedManifestResourceMeta) int {
@@ -229,23 +230,23 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{forceHashesAnnotation: nullIfEmpty(forcedJSON)}}})
 		updated, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
-			return fmt.Errorf("record ApplyOnceForce hashes: %w", err)
+			return removing, fmt.Errorf("record ApplyOnceForce hashes: %w", err)
 		}
 		c.freshAMWs.wrote(amw.ResourceVersion, updated)
 		amw = updated
 	}
 	if equality.Semantic.DeepEqual(applied, amw.Status.AppliedResources) || (len(applied) == 0 && len(amw.Status.AppliedResources) == 0) {
-		return nil
+		return removing, nil
 	}
 	before := amw.ResourceVersion
 	amw = amw.DeepCopy()
 	amw.Status.AppliedResources = applied
 	updated, err := c.amws.UpdateStatus(ctx, amw, metav1.UpdateOptions{})
 	if err != nil {
-		return fmt.Errorf("update AppliedManifestWork status: %w", err)
+		return removing, fmt.Errorf("update AppliedManifestWork status: %w", err)
 	}
 	c.freshAMWs.wrote(before, updated)
-	return nil
+	return removing, nil
 }
 
 func containsKey(list []workv1.AppliedManifestResourceMeta, key string) bool {

@@ -74,9 +74,21 @@ func (c *controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(name)
 	next, err := c.reconcile(ctx, name)
 	switch {
+	case errors.Is(err, errAppliedWorkBeingDeleted):
+		// Eviction (or a person) is deleting the work's AppliedManifestWork: its deletion event brings
+		// the work back to be applied afresh; the requeue is a fallback.
+		c.log.Info("waiting for the work's AppliedManifestWork to be deleted", "work", name)
+		c.queue.AddAfter(name, 5*time.Second)
 	case err != nil:
 		if !errors.Is(err, context.Canceled) {
 			c.log.Error(err, "reconcile ManifestWork", "work", name)
+		}
+		if _, unreachable := connectionErrorHost(err); unreachable {
+			// An API server that is down: the work is tried again every few seconds rather than with
+			// a backoff that grows to a minute, so that it is applied soon after the server is back.
+			c.queue.Forget(name)
+			c.queue.AddAfter(name, outageRetry)
+			break
 		}
 		c.queue.AddRateLimited(name)
 	case next.retry:
@@ -90,6 +102,12 @@ func (c *controller) processNext(ctx context.Context) bool {
 	}
 	return true
 }
+
+// outageRetry is how often a work is tried again while an API server it needs cannot be reached.
+const outageRetry = 5 * time.Second
+
+// removalCheck is how soon a work is looked at again while objects that left it are being deleted.
+const removalCheck = time.Second
 
 // nextStep says when to look at a work again.
 type nextStep struct {
@@ -146,14 +164,23 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 		c.watches.track(work.Name, results)
 	}
 	// Likewise the spoke's record of what was applied and the hub's status.
+	var removing bool
 	syncDone := make(chan error, 1)
-	go func() { syncDone <- c.syncAppliedWork(ctx, work, amw, results) }()
+	go func() {
+		var err error
+		removing, err = c.syncAppliedWork(ctx, work, amw, results)
+		syncDone <- err
+	}()
 	statusErr := c.updateStatus(ctx, work, results)
 	if err := <-syncDone; err != nil {
 		return nextStep{}, err
 	}
 	if statusErr != nil {
 		return nextStep{}, fmt.Errorf("update status: %w", statusErr)
+	}
+	if removing && !next.retry && (next.after == 0 || next.after > removalCheck) {
+		// Objects that left the work are no longer watched for it: look again soon to see them gone.
+		next.after = removalCheck
 	}
 	if !next.retry && next.after == 0 {
 		next.after = c.resync
