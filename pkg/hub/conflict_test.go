@@ -32,20 +32,27 @@ func TestHubConflictsAreNeverShownToTheUser(t *testing.T) {
 	const apps = 100
 	f := setup(t)
 	f.startHub(hubOptions(hub.ApplyOnceOff))
-	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
-	f.waitLatest("web", "web-v1")
-	readiness := f.watchReadiness()
-
+	// A component each: AppConfigs delivering one Deployment would be a clash of their own (the agent
+	// lets the first work keep it).
 	names := make([]string, apps)
 	for i := range names {
 		names[i] = fmt.Sprintf("app-%03d", i)
-		f.mustCreate(f.hub, f.appConfig(names[i], onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"}))
+		f.mustCreate(f.hub, f.webComponent(names[i], "nginx:1"))
+	}
+	for _, name := range names {
+		f.waitLatest(name, name+"-v1")
+	}
+	readiness := f.watchReadiness()
+	for _, name := range names {
+		f.mustCreate(f.hub, f.appConfig(name, onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: name}))
 	}
 	t.Cleanup(func() { f.deleteAppsWithin(names, 5*time.Minute) })
-	f.within("every AppConfig delivered and applied at web-v1", 5*time.Minute, f.allDeliveredAt(names, "web-v1", "nginx:1"))
+	f.within("every AppConfig delivered and applied at v1", 5*time.Minute, f.allDeliveredAt(names, "v1", "nginx:1"))
 
-	f.setImage("web", "nginx:2")
-	f.within("every AppConfig delivered and applied at web-v2", 5*time.Minute, f.allDeliveredAt(names, "web-v2", "nginx:2"))
+	for _, name := range names {
+		f.setImage(name, "nginx:2")
+	}
+	f.within("every AppConfig delivered and applied at v2", 5*time.Minute, f.allDeliveredAt(names, "v2", "nginx:2"))
 
 	readiness.stop()
 	if falls := readiness.falls(); len(falls) > 0 {
@@ -264,7 +271,7 @@ func (f *fixture) warningEvents(ctx context.Context) []string {
 	return out
 }
 
-// allDeliveredAt reports whether every AppConfig names is Ready at revision with both clusters applied
+// allDeliveredAt reports whether every AppConfig names (each of a component of its own name) is Ready at revision vN with both clusters applied
 // and available, and every ManifestWork of theirs is applied at its generation and carries image.
 func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ctx context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
@@ -275,7 +282,7 @@ func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ct
 		done := 0
 		for i := range list.Items {
 			app := &list.Items[i]
-			if deliveredTo(clusters...)(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == revision {
+			if deliveredTo(clusters...)(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
 				done++
 			}
 		}

@@ -25,8 +25,11 @@ import (
 func TestForeignManifestWorkIsNeitherAdoptedNorOverwritten(t *testing.T) {
 	f := setup(t)
 	f.startHub(hubOptions(hub.ApplyOnceOff))
-	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
-	f.waitLatest("web", "web-v1")
+	// One component each: two AppConfigs delivering one Deployment would be a clash of their own.
+	for _, app := range []string{"shop", "cart"} {
+		f.mustCreate(f.hub, f.webComponent(app+"-web", "nginx:1"))
+		f.waitLatest(app+"-web", app+"-web-v1")
+	}
 
 	// shop's name is taken on cluster1 by a work without Ferry's labels; cart's on cluster2 by a work
 	// labelled for another AppConfig.
@@ -36,7 +39,7 @@ func TestForeignManifestWorkIsNeitherAdoptedNorOverwritten(t *testing.T) {
 	}
 	delivered := map[string]string{"shop": "cluster2", "cart": "cluster1"} // the cluster each still reaches
 	for app := range foreign {
-		f.createApp(f.appConfig(app, onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"}))
+		f.createApp(f.appConfig(app, onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: app + "-web"}))
 	}
 
 	for app, mw := range foreign {
@@ -51,7 +54,7 @@ func TestForeignManifestWorkIsNeitherAdoptedNorOverwritten(t *testing.T) {
 		}
 		t.Logf("%s: %s", app, msg)
 		f.waitWork(delivered[app], app, "applied", workApplied)
-		f.waitImage(delivered[app], "web", "nginx:1")
+		f.waitImage(delivered[app], app+"-web", "nginx:1")
 	}
 	f.consistently("the foreign ManifestWorks untouched", time.Second, func(ctx context.Context) (bool, error) {
 		for _, before := range foreign {
