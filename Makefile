@@ -20,6 +20,10 @@ build: ## build ferry-hub, ferry-agent and ferry-local into bin/
 	$(GO) build -o bin/ferry-agent ./cmd/agent
 	$(GO) build -o bin/ferry-local ./hack/local
 
+.PHONY: images
+images: ## build the ferry-hub and ferry-agent images without Docker into bin/images (docker archives, OCI layout); print sizes and digests
+	$(GO) run ./hack/image --out bin/images
+
 .PHONY: control-plane
 control-plane: ## build etcd, kube-apiserver, kube-controller-manager into bin/control-plane (cached by pinned version)
 	hack/tools/build-control-plane.sh
