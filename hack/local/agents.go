@@ -58,6 +58,9 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 			"--spoke-kubeconfig="+spokeKubeconfig,
 			"--metrics-bind-address=0",
 			"--health-probe-bind-address=0",
+			// Leader election on, as shipped; the Lease goes to a namespace every spoke has (the
+			// agent is admin of its local spoke).
+			"--leader-election-namespace=kube-system",
 		)
 		cmd.Stdout, cmd.Stderr = log, log
 		// Ends with this process, however it ends.

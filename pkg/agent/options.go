@@ -40,6 +40,11 @@ const (
 	flagMetricsBindAddress = "metrics-bind-address"
 	flagHealthBindAddress  = "health-probe-bind-address"
 
+	flagLeaderElectionNamespace     = "leader-election-namespace"
+	flagLeaderElectionLeaseDuration = "leader-election-lease-duration"
+	flagLeaderElectionRenewDeadline = "leader-election-renew-deadline"
+	flagLeaderElectionRetryPeriod   = "leader-election-retry-period"
+
 	// OCM's work agent flags that a klusterlet passes.
 	flagWorkloadSourceDriver   = "workload-source-driver"
 	flagWorkloadSourceConfig   = "workload-source-config"
@@ -126,9 +131,21 @@ type Options struct {
 	// AppliedManifestWorkEvictionGracePeriod is how long an AppliedManifestWork no hub delivers any
 	// more stays before it is evicted.
 	AppliedManifestWorkEvictionGracePeriod time.Duration
-	// DisableLeaderElection and the cloudevents flags are accepted so that an OCM work agent's command
-	// line runs unchanged; see AddFlags for what each means here.
-	DisableLeaderElection   bool
+	// DisableLeaderElection turns leader election off: the agent then works as soon as it starts,
+	// and a second agent for the same cluster would apply the same works at the same time.
+	DisableLeaderElection bool
+	// LeaderElectionNamespace is the spoke namespace of the Lease (LeaderElectionLeaseName). Empty:
+	// POD_NAMESPACE, else the pod's service account namespace, else DefaultLeaderElectionNamespace
+	// (see Complete).
+	LeaderElectionNamespace string
+	// LeaderElectionLeaseDuration is how long a Lease not renewed keeps standbys waiting;
+	// LeaderElectionRenewDeadline how long the leader keeps trying to renew it before it stops its
+	// workers; LeaderElectionRetryPeriod how often candidates try.
+	LeaderElectionLeaseDuration time.Duration
+	LeaderElectionRenewDeadline time.Duration
+	LeaderElectionRetryPeriod   time.Duration
+	// The cloudevents flags are accepted so that an OCM work agent's command line runs unchanged; see
+	// AddFlags for what each means here.
 	CloudEventsClientID     string
 	CloudEventsClientCodecs []string
 
@@ -136,6 +153,12 @@ type Options struct {
 	clusterNameFile string
 	// featureGates is --feature-gates as given; Complete parses it into FeatureGates.
 	featureGates map[string]string
+	// keepLeaseOnStop, for tests, leaves the Lease held when the agent stops, as a killed process
+	// does, instead of releasing it for a standby to take at once.
+	keepLeaseOnStop bool
+	// wrapConfig, for tests, changes every client configuration the agent makes; role is "hub" or
+	// "spoke".
+	wrapConfig func(role string, cfg *rest.Config)
 }
 
 // Defaults.
@@ -176,6 +199,9 @@ func NewOptions() *Options {
 		WorkloadSourceDriver:                   WorkloadSourceKube,
 		MaxJSONRawLength:                       1024, // OCM's default
 		AppliedManifestWorkEvictionGracePeriod: DefaultEvictionGracePeriod,
+		LeaderElectionLeaseDuration:            DefaultLeaderElectionLeaseDuration,
+		LeaderElectionRenewDeadline:            DefaultLeaderElectionRenewDeadline,
+		LeaderElectionRetryPeriod:              DefaultLeaderElectionRetryPeriod,
 	}
 }
 
@@ -221,15 +247,23 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.AppliedManifestWorkEvictionGracePeriod, flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod,
 		"How long an AppliedManifestWork of this agent stays once no hub delivers it (its ManifestWork deleted without the agent, or the cluster moved to another hub) before it is deleted with the objects it alone owns.")
 	fs.BoolVar(&o.DisableLeaderElection, flagDisableLeaderElection, o.DisableLeaderElection,
-		"Accepted for OCM compatibility: ferry-agent runs as one replica per cluster and elects no leader.")
+		"Turn leader election off. With it on (the default), of the agents of one cluster only the holder of the Lease "+LeaderElectionLeaseName+" on the managed cluster applies works.")
+	fs.StringVar(&o.LeaderElectionNamespace, flagLeaderElectionNamespace, o.LeaderElectionNamespace,
+		"Namespace on the managed cluster of the leader-election Lease "+LeaderElectionLeaseName+" (OCM's work agent's). Default: $POD_NAMESPACE, else the pod's service account namespace, else "+DefaultLeaderElectionNamespace+".")
+	fs.DurationVar(&o.LeaderElectionLeaseDuration, flagLeaderElectionLeaseDuration, o.LeaderElectionLeaseDuration,
+		"How long standbys wait for a Lease the leader stopped renewing before taking it over.")
+	fs.DurationVar(&o.LeaderElectionRenewDeadline, flagLeaderElectionRenewDeadline, o.LeaderElectionRenewDeadline,
+		"How long the leader keeps trying to renew its Lease before it stops its workers and campaigns again.")
+	fs.DurationVar(&o.LeaderElectionRetryPeriod, flagLeaderElectionRetryPeriod, o.LeaderElectionRetryPeriod,
+		"How often candidates try to acquire, and the leader to renew, the Lease.")
 	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
 	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
 }
 
-// Complete fills in what the flags left out: absolute paths, and the cluster name and agent ID from
-// the files of --hub-kubeconfig-dir when their flags are empty. A flag always beats a file. A missing
+// Complete fills in what the flags left out: absolute paths, the leader-election namespace, and the
+// cluster name and agent ID from the files of --hub-kubeconfig-dir when their flags are empty. A flag always beats a file. A missing
 // file is not an error here; Validate reports a missing cluster name.
 func (o *Options) Complete() error {
 	var err error
@@ -258,6 +292,9 @@ func (o *Options) Complete() error {
 		if o.TerminateOnFiles[i], err = filepath.Abs(p); err != nil {
 			return err
 		}
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = defaultLeaderElectionNamespace(os.Getenv, os.ReadFile)
 	}
 	for _, p := range []*string{&o.HubKubeconfig, &o.HubKubeconfigDir, &o.SpokeKubeconfig} {
 		if *p == "" {
@@ -365,7 +402,10 @@ func (o *Options) Validate() error {
 	if err := validateBindAddress(flagMetricsBindAddress, o.MetricsBindAddress); err != nil {
 		return err
 	}
-	return validateBindAddress(flagHealthBindAddress, o.HealthProbeBindAddress)
+	if err := validateBindAddress(flagHealthBindAddress, o.HealthProbeBindAddress); err != nil {
+		return err
+	}
+	return o.validateLeaderElection()
 }
 
 func validateRateLimit(qpsFlag string, qps float32, burstFlag string, burst int) error {
@@ -460,6 +500,9 @@ func (o *Options) HubConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("hub kubeconfig %s (--%s): %s", path, flag, oneLine(err))
 	}
 	applyClientSettings(cfg, o.HubKubeAPIQPS, o.HubKubeAPIBurst, "hub")
+	if o.wrapConfig != nil {
+		o.wrapConfig("hub", cfg)
+	}
 	return cfg, nil
 }
 
@@ -488,6 +531,9 @@ func (o *Options) SpokeConfig() (*rest.Config, error) {
 		}
 	}
 	applyClientSettings(cfg, o.KubeAPIQPS, o.KubeAPIBurst, "spoke")
+	if o.wrapConfig != nil {
+		o.wrapConfig("spoke", cfg)
+	}
 	return cfg, nil
 }
 

@@ -31,6 +31,9 @@ func TestNewOptionsDefaults(t *testing.T) {
 		WorkloadSourceDriver:                   "kube",
 		MaxJSONRawLength:                       1024,
 		AppliedManifestWorkEvictionGracePeriod: time.Hour,
+		LeaderElectionLeaseDuration:            15 * time.Second,
+		LeaderElectionRenewDeadline:            10 * time.Second,
+		LeaderElectionRetryPeriod:              2 * time.Second,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("NewOptions() = %+v\nwant          %+v", *o, want)
@@ -45,6 +48,8 @@ func TestNewOptionsDefaults(t *testing.T) {
 		"hub-kubeconfig-dir": "", "spoke-kubeconfig": "", "agent-id": "",
 		"workload-source-driver": "kube", "workload-source-config": "", "max-json-raw-length": "1024",
 		"appliedmanifestwork-eviction-grace-period": "1h0m0s", "terminate-on-files": "[]", "disable-leader-election": "false",
+		"leader-election-namespace": "", "leader-election-lease-duration": "15s", "leader-election-renew-deadline": "10s",
+		"leader-election-retry-period": "2s",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -82,6 +87,10 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		"--max-json-raw-length=2048",
 		"--appliedmanifestwork-eviction-grace-period=10m",
 		"--disable-leader-election",
+		"--leader-election-namespace=agents",
+		"--leader-election-lease-duration=30s",
+		"--leader-election-renew-deadline=20s",
+		"--leader-election-retry-period=4s",
 		"--cloudevents-client-id=x",
 		"--cloudevents-client-codecs=manifest,manifestbundle",
 	})
@@ -108,6 +117,10 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		MaxJSONRawLength:                       2048,
 		AppliedManifestWorkEvictionGracePeriod: 10 * time.Minute,
 		DisableLeaderElection:                  true,
+		LeaderElectionNamespace:                "agents",
+		LeaderElectionLeaseDuration:            30 * time.Second,
+		LeaderElectionRenewDeadline:            20 * time.Second,
+		LeaderElectionRetryPeriod:              4 * time.Second,
 		CloudEventsClientID:                    "x",
 		CloudEventsClientCodecs:                []string{"manifest", "manifestbundle"},
 	}
@@ -299,6 +312,13 @@ func TestValidateErrors(t *testing.T) {
 			`--metrics-bind-address "8080": want host:port (e.g. :8080), or 0 to turn it off`, false},
 		{"health address with empty port", []string{"--hub-kubeconfig-dir", good, "--health-probe-bind-address=localhost:"},
 			`--health-probe-bind-address "localhost:": want host:port (e.g. :8080), or 0 to turn it off`, false},
+		{"lease duration not above renew deadline", []string{"--hub-kubeconfig-dir", good, "--leader-election-lease-duration=10s"},
+			"--leader-election-lease-duration 10s: must be more than --leader-election-renew-deadline (10s)", false},
+		{"renew deadline not above retry period", []string{"--hub-kubeconfig-dir", good, "--leader-election-renew-deadline=2s"},
+			"--leader-election-renew-deadline 2s: must be more than 1.2 times --leader-election-retry-period (2s)", false},
+		{"zero retry period", []string{"--hub-kubeconfig-dir", good, "--leader-election-retry-period=0"},
+			"--leader-election-retry-period 0s: must be positive", false},
+		{"timings ignored without leader election", []string{"--hub-kubeconfig-dir", good, "--disable-leader-election", "--leader-election-retry-period=0"}, "", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,5 +536,72 @@ func TestWorkloadSourceErrors(t *testing.T) {
 	}
 	if err := o.Complete(); err == nil || !strings.Contains(err.Error(), "--feature-gates RawFeedbackJsonString=maybe") {
 		t.Errorf("bad gate value: %v, want an error naming it", err)
+	}
+}
+
+// The Lease's namespace: the flag, else POD_NAMESPACE (the Deployment sets it from the pod), else the
+// in-cluster service account's namespace, else the klusterlet's agent namespace.
+func TestLeaderElectionNamespaceDefaults(t *testing.T) {
+	noFile := func(string) ([]byte, error) { return nil, os.ErrNotExist }
+	saFile := func(path string) ([]byte, error) {
+		if path != serviceAccountNamespaceFile {
+			t.Errorf("read %s, want %s", path, serviceAccountNamespaceFile)
+		}
+		return []byte("from-sa\n"), nil
+	}
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	for _, tc := range []struct {
+		name     string
+		getenv   func(string) string
+		readFile func(string) ([]byte, error)
+		want     string
+	}{
+		{"POD_NAMESPACE", env(map[string]string{"POD_NAMESPACE": "from-env"}), saFile, "from-env"},
+		{"service account", env(nil), saFile, "from-sa"},
+		{"blank POD_NAMESPACE", env(map[string]string{"POD_NAMESPACE": " "}), saFile, "from-sa"},
+		{"neither", env(nil), noFile, "open-cluster-management-agent"},
+	} {
+		if got := defaultLeaderElectionNamespace(tc.getenv, tc.readFile); got != tc.want {
+			t.Errorf("%s: namespace %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Complete fills it in, and a flag beats it.
+	t.Setenv("POD_NAMESPACE", "agents")
+	if o := completed(t, "--hub-kubeconfig-dir", hubDir(t, "cluster1")); o.LeaderElectionNamespace != "agents" {
+		t.Errorf("Complete: namespace %q, want POD_NAMESPACE's agents", o.LeaderElectionNamespace)
+	}
+	if o := completed(t, "--hub-kubeconfig-dir", hubDir(t, "cluster1"), "--leader-election-namespace=kube-system"); o.LeaderElectionNamespace != "kube-system" {
+		t.Errorf("Complete: namespace %q, want the flag's kube-system", o.LeaderElectionNamespace)
+	}
+}
+
+// The identity: POD_NAME, else the host name, and a random suffix, so that two processes (or a restarted
+// container of one pod) are different candidates.
+func TestLeaderElectionIdentity(t *testing.T) {
+	host := func() (string, error) { return "node-1", nil }
+	pod := func(k string) string {
+		if k == "POD_NAME" {
+			return "ferry-agent-5d9f-x2"
+		}
+		return ""
+	}
+	a, err := leaderElectionIdentity(pod, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := leaderElectionIdentity(pod, host)
+	if !strings.HasPrefix(a, "ferry-agent-5d9f-x2_") || len(a) <= len("ferry-agent-5d9f-x2_") {
+		t.Errorf("identity %q, want POD_NAME, _ and a suffix", a)
+	}
+	if a == b {
+		t.Errorf("two identities of one pod are both %q; want them to differ", a)
+	}
+	c, err := leaderElectionIdentity(func(string) string { return "" }, host)
+	if err != nil || !strings.HasPrefix(c, "node-1_") {
+		t.Errorf("identity without POD_NAME %q (%v), want the host name, _ and a suffix", c, err)
+	}
+	if _, err := leaderElectionIdentity(func(string) string { return "" }, func() (string, error) { return "", os.ErrPermission }); err == nil {
+		t.Errorf("identity without POD_NAME or host name: no error")
 	}
 }

@@ -19,11 +19,13 @@ import (
 // new clients.
 const defaultHubWatchInterval = 10 * time.Second
 
-// Run runs the agent for completed, validated options until ctx is done. When the hub kubeconfig
-// changes (a new server, CA or inline credential), the agent restarts its controllers with new clients.
+// Run runs the agent for completed, validated options until ctx is done. Unless leader election is
+// disabled, the agent works only while it holds the Lease on the spoke (see runLeaderElected). When
+// the hub kubeconfig changes (a new server, CA or inline credential), the agent restarts its
+// controllers with new clients.
 func Run(ctx context.Context, o *Options) error {
 	log := klog.FromContext(ctx)
-	var ready atomic.Bool
+	var ready readiness
 	if err := serve(ctx, o.HealthProbeBindAddress, healthHandler(&ready)); err != nil {
 		return fmt.Errorf("--%s: %w", flagHealthBindAddress, err)
 	}
@@ -43,6 +45,22 @@ func Run(ctx context.Context, o *Options) error {
 			cancel()
 		})
 	}
+	if o.DisableLeaderElection {
+		return o.runRestartingOnHubChange(ctx, &ready)
+	}
+	return o.runLeaderElected(ctx, ready.standby.Store, func(ctx context.Context) error {
+		return o.runRestartingOnHubChange(ctx, &ready)
+	})
+}
+
+// runRestartingOnHubChange runs the agent until ctx is done, with new hub clients each time the hub
+// kubeconfig files change.
+func (o *Options) runRestartingOnHubChange(ctx context.Context, ready *readiness) error {
+	log := klog.FromContext(ctx)
+	interval := o.HubWatchInterval
+	if interval <= 0 {
+		interval = defaultHubWatchInterval
+	}
 	for {
 		runCtx, cancel := context.WithCancel(ctx)
 		var changed atomic.Bool
@@ -51,9 +69,9 @@ func Run(ctx context.Context, o *Options) error {
 			changed.Store(true)
 			cancel()
 		})
-		err := runOnce(runCtx, o, &ready)
+		err := runOnce(runCtx, o, &ready.synced)
 		cancel()
-		ready.Store(false)
+		ready.synced.Store(false)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -95,12 +113,25 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	})
 }
 
-// healthHandler answers /healthz always and /readyz once the agent's caches are in sync.
-func healthHandler(ready *atomic.Bool) http.Handler {
+// readiness is what /readyz answers from.
+type readiness struct {
+	// synced: the leader's caches are in sync and its workers run.
+	synced atomic.Bool
+	// standby: this agent waits for the Lease. A healthy standby is ready, as Kubernetes expects of
+	// standby replicas: a rolling update of a Deployment with more than one replica then proceeds,
+	// and the standby is there to take over the moment the leader goes.
+	standby atomic.Bool
+}
+
+func (r *readiness) ready() bool { return r.synced.Load() || r.standby.Load() }
+
+// healthHandler answers /healthz always and /readyz while the agent stands by for the Lease, or leads
+// with its caches in sync.
+func healthHandler(ready *readiness) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
+		if !ready.ready() {
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 			return
 		}

@@ -62,6 +62,7 @@ func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 	o.HubKubeconfigDir = dir
 	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.LeaderElectionNamespace = "kube-system"
 	o.HubWatchInterval = 100 * time.Millisecond
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
@@ -129,6 +130,7 @@ func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 	o.TerminateOnFiles = []string{watched}
 	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.LeaderElectionNamespace = "kube-system"
 	o.HubWatchInterval = 100 * time.Millisecond
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)

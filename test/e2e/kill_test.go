@@ -71,7 +71,11 @@ func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 
 	agent := startKillable(t, "ferry-agent", buildBinary(t, "./cmd/agent", "ferry-agent"),
 		"--hub-kubeconfig-dir="+hubDir, "--spoke-kubeconfig="+spoke.Kubeconfig,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0",
+		// Leader election on, as shipped; a killed agent leaves its Lease held, so short timings keep
+		// each restart from waiting out a 15s lease.
+		"--leader-election-namespace=kube-system", "--leader-election-lease-duration=4s",
+		"--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s")
 
 	rounds := []killRound{{what: fmt.Sprintf("create %d works", works), killWithin: 4 * time.Second,
 		change: func() func(context.Context) error { return world.createAll }}}

@@ -164,7 +164,7 @@ func startOutageEnv(t *testing.T) *outageEnv {
 		}
 		startProcess(t, filepath.Join(bin, "ferry-agent"), s.logPath("agent-"+spoke.Name),
 			"--hub-kubeconfig-dir="+dir, "--spoke-kubeconfig="+spoke.Kubeconfig,
-			"--metrics-bind-address=0", "--health-probe-bind-address=0")
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-election-namespace=kube-system")
 		kube, err := kubernetes.NewForConfig(spoke.Config)
 		if err != nil {
 			t.Fatal(err)
