@@ -45,8 +45,15 @@ verify: ## gofmt, go vet, the vendored CRDs match the pinned modules, the genera
 	deploy/sync-crds.sh --verify
 
 .PHONY: test
-test: control-plane verify ## build the control plane if needed, verify, and run every test against real API servers
+test: control-plane verify ## build the control plane if needed, verify, run every test against real API servers, and fuzz briefly
 	$(GO) test -count=1 -race -timeout 30m ./...
+	$(MAKE) --no-print-directory fuzz
+
+FUZZTIME ?= 10s
+.PHONY: fuzz
+fuzz: ## fuzz manifest decoding and the apply engine's input checks for FUZZTIME each (10s; longer: make fuzz FUZZTIME=5m)
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./pkg/apply/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./pkg/agent/
 
 .PHONY: bench
 bench: control-plane ## run the benchmarks: the apply engine, feedback, the agent end to end on a real hub + spoke, the hub with two spokes
