@@ -394,8 +394,9 @@ func withCRDReads(n *atomic.Int64) agentOption {
 func TestCustomResourceWaitsForItsCRDWithoutPolling(t *testing.T) {
 	crdReads := &atomic.Int64{}
 	f := startAgent(t, withResync(10*time.Minute), withCRDReads(crdReads))
-	// Gizmo takes the singular name "gadget" that the work's Gadget CRD asks for.
-	clash := strings.NewReplacer("plural: gadgets", "plural: gizmos", "kind: Gadget", "kind: Gizmo", "listKind: GadgetList", "listKind: GizmoList",
+	// Gizmo holds "gadget" as a short name, the singular name the work's Gadget CRD asks for.
+	clash := strings.NewReplacer("plural: gadgets", "plural: gizmos", "singular: gadget", "singular: gizmo, shortNames: [gadget]",
+		"kind: Gadget", "kind: Gizmo", "listKind: GadgetList", "listKind: GizmoList",
 		`name: "gadgets.`, `name: "gizmos.`).Replace(gadgetCRD(f.cluster, "Namespaced", "v1"))
 	f.installCRD(clash)
 	w := f.create(f.work("clash", namespaceManifest, gadgetCRD(f.cluster, "Namespaced", "v1"), gadget("g", 2)))
@@ -415,7 +416,11 @@ func TestCustomResourceWaitsForItsCRDWithoutPolling(t *testing.T) {
 		t.Errorf("the agent read the CRD more than %d times in 3s while the custom resource waited", allowed)
 	}
 
-	f.uninstallCRD("gizmos." + f.cluster + ".example.com")
+	// Gizmo gives the name up (short names may change; deleting the CRD would wait on its cleanup).
+	if _, err := f.dynamic.Resource(crdResource).Patch(t.Context(), "gizmos."+f.cluster+".example.com", types.JSONPatchType,
+		[]byte(`[{"op":"remove","path":"/spec/names/shortNames"}]`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	f.waitWork(w.Name, "the gadget applied once its CRD is Established", allApplied)
 	t.Logf("applied %v after the clash was removed", time.Since(start).Round(time.Millisecond))
