@@ -264,6 +264,7 @@ func TestLeaderElectionLeaderThatLosesItsLeaseStopsAndCampaignsAgain(t *testing.
 	}
 	env.f.eventually("take the Lease", func(ctx context.Context) (bool, error) { return renew(ctx) == nil, nil })
 	// Hold it longer than the renew deadline plus a margin, then check the agent has stopped writing.
+	// The sleeps below are the behaviour under test: another holder renewing the Lease at its cadence.
 	holdUntil := time.Now().Add(testRenewDeadline + 3*time.Second)
 	for time.Now().Before(holdUntil) {
 		_ = renew(t.Context())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"net/url"
 	"strings"
 	"sync"
@@ -40,15 +41,15 @@ func (l *logLines) snapshot() []string {
 
 func (l *logLines) waitFor(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := l.snapshot(); len(got) >= n {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
+	var got []string
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got = l.snapshot()
+		return len(got) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("wanted %d log lines within 10s, have %q", n, got)
 	}
-	t.Fatalf("wanted %d log lines within 10s, have %q", n, l.snapshot())
-	return nil
+	return got
 }
 
 // refused is the error client-go returns when nothing listens at host.

@@ -77,18 +77,8 @@ func (w *objectWatches) watchLocked(s watchScope) *scopeWatch {
 
 // exists answers from the watch whether an object exists; known is false until the watch has synced.
 func (w *objectWatches) exists(resource schema.GroupVersionResource, namespace, name string) (exists, known bool) {
-	w.mu.Lock()
-	sw := w.watching[watchScope{gvr: resource, namespace: namespace}]
-	w.mu.Unlock()
-	if sw == nil || !sw.inf.HasSynced() {
-		return false, false
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	_, exists, err := sw.inf.GetStore().GetByKey(key)
-	return exists, err == nil
+	obj, known := w.objectMeta(resource, namespace, name)
+	return obj != nil, known
 }
 
 // track records the objects of a work, so that a change to one of them requeues the work.

@@ -241,12 +241,11 @@ func (s *outageEnv) checkOneLinePerOutage(t *testing.T, spoke string, o outage, 
 	t.Helper()
 	// The end of the outage is logged by a probe: allow it a moment after the works converged.
 	var lines []string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	// A timeout is not fatal here: the counts below say what is missing.
+	_ = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		lines = s.agentLogSince(t, spoke, o)
-		if countContaining(lines, role+" API server reachable again") > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return countContaining(lines, role+" API server reachable again") > 0, nil
+	})
 	if n := countContaining(lines, role+" API server unreachable"); n != 1 {
 		t.Errorf("%s: agent logged %d lines saying the %s API server is unreachable, want 1:\n%s", spoke, n, role, strings.Join(lines, "\n"))
 	}
