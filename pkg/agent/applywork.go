@@ -110,6 +110,7 @@ func (a *workApply) after(d time.Duration) {
 // applyOne applies one manifest and records its result.
 func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	r := &a.results[m.ordinal]
+	defer countApply(r)
 	r.manifest = m
 	r.meta.Ordinal = m.ordinal
 	if m.decodeErr != nil {
@@ -162,7 +163,9 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if c.heldByAnotherWork(a.work.Name, r, m.obj, opts) {
 		return
 	}
+	started := time.Now()
 	r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
+	observeApplyDuration(opts.Strategy, time.Since(started))
 	if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
 		r.meta.Resource = r.result.Resource.Resource
 		if !r.result.Namespaced {

@@ -52,6 +52,7 @@ type controller struct {
 
 // run processes the queue with n workers until ctx is done, and returns once they have stopped.
 func (c *controller) run(ctx context.Context, workers int) {
+	defer reportWorks(c.workLister)()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)

@@ -1,0 +1,269 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
+	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// The agent's Prometheus metrics. They live on the default registry, which is what the agent serves on
+// --metrics-bind-address (promhttp.Handler).
+
+// Outcomes of one manifest's apply: a small fixed set, so that the counter's series stay few whatever
+// the works hold. They follow the manifest's Applied condition, so that the metric and the status a
+// person reads on the hub never disagree.
+const (
+	outcomeApplied   = "applied"   // written: created or updated
+	outcomeUnchanged = "unchanged" // nothing written: the object matched, or exists under CreateOnly or ReadOnly
+	outcomeSkipped   = "skipped"   // nothing written by the strategy's choice: apply-once leaves the cluster's object be
+	outcomeConflict  = "conflict"  // another field manager or another ManifestWork holds the object
+	outcomeWaiting   = "waiting"   // held back until its CustomResourceDefinition is served
+	outcomeFailed    = "failed"    // Applied=False for any other reason
+)
+
+// strategyUnknown labels manifests that no valid strategy was chosen for: their kind is not served
+// (yet), the manifest does not decode, or its strategy type is not one the agent knows. Using the
+// user's string there would let a typo create series.
+const strategyUnknown = "unknown"
+
+var (
+	manifestApplies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ferry_agent_manifest_applies_total",
+		Help: "Manifests the agent processed in a reconcile of their ManifestWork, by update strategy and outcome.",
+	}, []string{"strategy", "outcome"})
+
+	manifestApplyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ferry_agent_manifest_apply_duration_seconds",
+		Help: "How long applying one manifest to the managed cluster took, by update strategy.",
+		// 1ms to about 16s: one or two requests to the managed cluster's API server, fast or struggling.
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+	}, []string{"strategy"})
+
+	worksGauge = &worksCollector{
+		desc: prometheus.NewDesc("ferry_agent_works",
+			"ManifestWorks of this managed cluster by the status of their Applied and Available conditions; "+
+				"a work without the condition yet counts as Unknown.",
+			[]string{"condition", "status"}, nil),
+		listers: map[*worklisters.ManifestWorkNamespaceLister]struct{}{},
+	}
+)
+
+func init() {
+	prometheus.MustRegister(manifestApplies, manifestApplyDuration, worksGauge)
+	registerQueueMetrics()
+}
+
+// strategyLabel bounds a strategy type to the ones the apply engine implements.
+func strategyLabel(s apply.StrategyType) string {
+	switch s {
+	case apply.Update, apply.CreateOnly, apply.ServerSideApply, apply.ReadOnly, apply.ApplyOnce, apply.ApplyOnceForce:
+		return string(s)
+	}
+	return strategyUnknown
+}
+
+// observeApplyDuration records how long one manifest's apply took.
+func observeApplyDuration(s apply.StrategyType, took time.Duration) {
+	manifestApplyDuration.WithLabelValues(strategyLabel(s)).Observe(took.Seconds())
+}
+
+// countApply counts one manifest's result of a reconcile. An apply cut short because the agent stops
+// is not counted: it says nothing about the manifest, and would show every shutdown as failures.
+func countApply(r *manifestResult) {
+	if errors.Is(r.err, context.Canceled) {
+		return
+	}
+	strategy := strategyUnknown
+	if r.meta.Resource != "" { // the kind was mapped, so the strategy was chosen
+		strategy = strategyLabel(optionsFor(r.config).Strategy)
+	}
+	manifestApplies.WithLabelValues(strategy, applyOutcome(r)).Inc()
+}
+
+// applyOutcome classifies a manifest's result the way its Applied condition does.
+func applyOutcome(r *manifestResult) string {
+	applied := appliedCondition(r)
+	switch {
+	case applied.Status == metav1.ConditionUnknown:
+		return outcomeWaiting
+	case applied.Reason == ReasonApplyConflict || applied.Reason == ReasonObjectOwnedByAnotherWork:
+		return outcomeConflict
+	case applied.Status == metav1.ConditionFalse:
+		return outcomeFailed
+	}
+	switch r.result.Operation {
+	case apply.Created, apply.Updated:
+		return outcomeApplied
+	case apply.Unchanged:
+		return outcomeUnchanged
+	}
+	return outcomeSkipped
+}
+
+// reportWorks makes the works gauge count the ManifestWorks lister holds until the returned function
+// is called. A controller calls it while it runs: the count then comes from the same informer cache
+// the controller works from, costs nothing until scraped, and cannot drift from it. An agent that
+// stands by for the Lease has no running controller and reports no works rather than zero.
+func reportWorks(lister worklisters.ManifestWorkNamespaceLister) (stop func()) {
+	key := &lister
+	worksGauge.mu.Lock()
+	worksGauge.listers[key] = struct{}{}
+	worksGauge.mu.Unlock()
+	return func() {
+		worksGauge.mu.Lock()
+		delete(worksGauge.listers, key)
+		worksGauge.mu.Unlock()
+	}
+}
+
+// worksCollector counts ManifestWorks by condition at scrape time.
+type worksCollector struct {
+	desc *prometheus.Desc
+
+	mu sync.Mutex
+	// the listers of the running controllers, each under a key of its own report, so that a stop removes
+	// only what its report added
+	listers map[*worklisters.ManifestWorkNamespaceLister]struct{}
+}
+
+// worksConditions and worksStatuses are the label values the gauge always reports, zeros included, so
+// that a dashboard shows 0 rather than no data.
+var (
+	worksConditions = []string{workv1.WorkApplied, workv1.WorkAvailable}
+	worksStatuses   = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
+)
+
+func (w *worksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- w.desc }
+
+func (w *worksCollector) Collect(ch chan<- prometheus.Metric) {
+	w.mu.Lock()
+	listers := make([]worklisters.ManifestWorkNamespaceLister, 0, len(w.listers))
+	for l := range w.listers {
+		listers = append(listers, *l)
+	}
+	w.mu.Unlock()
+	if len(listers) == 0 {
+		return
+	}
+	type series struct {
+		condition string
+		status    metav1.ConditionStatus
+	}
+	counts := map[series]int{}
+	for _, l := range listers {
+		all, err := l.List(labels.Everything())
+		if err != nil {
+			// A cache lister does not fail; were it to, no sample beats a wrong count.
+			return
+		}
+		for _, work := range all {
+			for _, typ := range worksConditions {
+				status := metav1.ConditionUnknown
+				for _, c := range work.Status.Conditions {
+					if c.Type == typ {
+						status = c.Status
+					}
+				}
+				counts[series{typ, status}]++
+			}
+		}
+	}
+	for _, typ := range worksConditions {
+		for _, status := range worksStatuses {
+			ch <- prometheus.MustNewConstMetric(w.desc, prometheus.GaugeValue, float64(counts[series{typ, status}]), typ, string(status))
+		}
+	}
+}
+
+// Workqueue metrics, under the names and labels controller-runtime gives them, so that dashboards made
+// for kubebuilder controllers show the agent's queues as well. controller-runtime sets a provider of
+// its own, on its own registry, when its manager or controllers are linked in (pkg/internal/metrics);
+// the agent links neither, so its queues report here, once. Should that change, the first SetProvider
+// wins and the metrics test, which reads the default registry, fails.
+var (
+	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "workqueue", Name: "depth",
+		Help: "Current depth of the workqueue.",
+	}, queueLabels)
+	queueAdds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "workqueue", Name: "adds_total",
+		Help: "Total number of adds handled by the workqueue.",
+	}, queueLabels)
+	queueLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "workqueue", Name: "queue_duration_seconds",
+		Help:    "How long in seconds an item stays in the workqueue before being requested.",
+		Buckets: queueBuckets,
+	}, queueLabels)
+	queueWorkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Subsystem: "workqueue", Name: "work_duration_seconds",
+		Help:    "How long in seconds processing an item from the workqueue takes.",
+		Buckets: queueBuckets,
+	}, queueLabels)
+	queueUnfinishedWork = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "workqueue", Name: "unfinished_work_seconds",
+		Help: "Seconds of work in progress that work_duration has not observed yet; a growing value means stuck workers.",
+	}, queueLabels)
+	queueLongestRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Subsystem: "workqueue", Name: "longest_running_processor_seconds",
+		Help: "How many seconds the longest running worker of the workqueue has been processing its item.",
+	}, queueLabels)
+	queueRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Subsystem: "workqueue", Name: "retries_total",
+		Help: "Total number of retries handled by the workqueue.",
+	}, queueLabels)
+)
+
+// queueLabels: controller-runtime sets both to the queue's name; dashboards group by either.
+var queueLabels = []string{"name", "controller"}
+
+// queueBuckets are controller-runtime's (10ns to 1000s), so that quantiles compare across controllers.
+var queueBuckets = prometheus.ExponentialBuckets(10e-9, 10, 12)
+
+// registerQueueMetrics makes every named workqueue created after it report on the default registry.
+// It runs at package initialization: the agent's queue is created in Start, and client-go takes the
+// provider of the first SetProvider call only.
+func registerQueueMetrics() {
+	prometheus.MustRegister(queueDepth, queueAdds, queueLatency, queueWorkDuration, queueUnfinishedWork, queueLongestRunning, queueRetries)
+	workqueue.SetProvider(queueMetricsProvider{})
+}
+
+// queueMetricsProvider hands client-go the agent's workqueue metrics for a queue name.
+type queueMetricsProvider struct{}
+
+func (queueMetricsProvider) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return queueDepth.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewAddsMetric(name string) workqueue.CounterMetric {
+	return queueAdds.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return queueLatency.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return queueWorkDuration.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return queueUnfinishedWork.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return queueLongestRunning.WithLabelValues(name, name)
+}
+
+func (queueMetricsProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return queueRetries.WithLabelValues(name, name)
+}
