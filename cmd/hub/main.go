@@ -85,5 +85,6 @@ func newCommand() *cobra.Command {
 	logConfig.AddFlags(logFlags) // -v and -vmodule, as every Kubernetes component
 	f.AddGoFlagSet(logFlags)
 	f.Lookup("v").Usage = "Log verbosity: 0 says what a person needs to know (failing reconciles among it), higher adds detail."
+	cmd.AddCommand(newClustersCommand())
 	return cmd
 }

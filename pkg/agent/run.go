@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/ferry-mc/ferry/pkg/agent/feedback"
@@ -99,6 +101,26 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if agentID == "" {
 		agentID = o.SpokeClusterName
 	}
+	hubKube, err := kubernetes.NewForConfig(hub)
+	if err != nil {
+		return fmt.Errorf("hub client: %w", err)
+	}
+	// The hub hears the cluster is available once this agent leads and its caches are in sync.
+	ctx, cancel := context.WithCancel(ctx)
+	synced := make(chan struct{})
+	var markSynced sync.Once
+	renewer := &hubLeaseRenewer{leases: hubKube.CoordinationV1().Leases(o.SpokeClusterName), holder: agentID,
+		log: klog.FromContext(ctx).WithName("hub-lease"), now: time.Now}
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		select {
+		case <-synced:
+			renewer.run(ctx)
+		case <-ctx.Done():
+		}
+	}()
+	defer func() { cancel(); <-renewed }()
 	return Start(ctx, Config{
 		ClusterName:         o.SpokeClusterName,
 		AgentID:             agentID,
@@ -109,7 +131,10 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		EvictionGracePeriod: o.AppliedManifestWorkEvictionGracePeriod,
 		Feedback:            feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
 		Log:                 klog.FromContext(ctx),
-		Ready:               func() { ready.Store(true) },
+		Ready: func() {
+			ready.Store(true)
+			markSynced.Do(func() { close(synced) })
+		},
 	})
 }
 

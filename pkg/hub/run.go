@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -11,10 +13,13 @@ import (
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/registration"
 )
 
 // Options configures the hub controllers.
@@ -72,6 +77,9 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&ClusterAvailabilityReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
 		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers}).SetupWithManager(mgr)
 }
@@ -83,7 +91,12 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the hub's
+		// own components renew theirs every few seconds, and they are none of Ferry's business.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{registration.RegisteredByLabel: registration.RegisteredByFerry})},
+		}},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
