@@ -3,11 +3,11 @@ package deploy
 import (
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
 // binaries are the commands behind each Deployment.
@@ -34,39 +34,15 @@ func TestBinariesAcceptTheDeploymentArgs(t *testing.T) {
 		_, objs := render(t, in.dir)
 		for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
 			c := d.Spec.Template.Spec.Containers[0]
-			args := append(expandArgs(d, c), "--help")
+			expanded, err := shipped.ExpandArgs(c, shipped.PodFields(d.Namespace, d.Name+"-0"))
+			if err != nil {
+				t.Fatalf("deploy/%s: %v", in.dir, err)
+			}
+			args := append(expanded, "--help")
 			out, err := exec.CommandContext(t.Context(), built[d.Name], args...).CombinedOutput()
 			if err != nil {
 				t.Errorf("deploy/%s: %s %q: %v\n%s", in.dir, d.Name, args, err, out)
 			}
 		}
 	}
-}
-
-var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-
-// expandArgs expands $(VAR) in the container's args as the kubelet does, from its env: literal
-// values, and the pod's namespace and name from the downward API.
-func expandArgs(d *appsv1.Deployment, c corev1.Container) []string {
-	env := map[string]string{}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env[e.Name] = e.Value
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
-			env[e.Name] = d.Namespace
-		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
-			env[e.Name] = d.Name + "-0"
-		}
-	}
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = varRef.ReplaceAllStringFunc(a, func(ref string) string {
-			if v, ok := env[varRef.FindStringSubmatch(ref)[1]]; ok {
-				return v
-			}
-			return ref // the kubelet leaves an unknown reference as it is
-		})
-	}
-	return args
 }

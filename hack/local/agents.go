@@ -2,95 +2,90 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
-
-	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/manifests"
 )
 
-// agentProcess is a ferry-agent binary running for one spoke.
-type agentProcess struct {
-	cluster string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-}
-
-// startAgents joins every spoke to the hub as `clusteradm join` would (a hub-kubeconfig directory with
-// a credential limited to the spoke's namespace by the agent's shipped ClusterRole) and runs the real
-// ferry-agent binary for it.
-func (o *options) startAgents(ctx context.Context, env *localcluster.Environment) ([]*agentProcess, error) {
-	data, err := os.ReadFile(o.agentRole)
+// startAgents installs deploy/agent/spoke on every spoke, all but its Deployment, and runs the real
+// ferry-agent binary for it as that Deployment's container: its args and env, as its ServiceAccount
+// on the spoke, and with a hub credential laid out as the Secret hub-kubeconfig-secret it mounts.
+func (o *options) startAgents(ctx context.Context, env *localcluster.Environment) ([]*process, error) {
+	in, err := shipped.Render(ctx, filepath.Join(o.deployDir, "agent", "spoke"))
 	if err != nil {
-		return nil, fmt.Errorf("--agent-role: %w", err)
+		return nil, err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return nil, fmt.Errorf("--agent-role %s: %w", o.agentRole, err)
+	// internal/localcluster installs the spoke's CRDs from manifests/ when it starts a spoke.
+	crds, err := manifests.SpokeCRDs()
+	if err != nil {
+		return nil, err
 	}
-	bin := o.agentBinaryPath()
-	var agents []*agentProcess
+	d := in.Deployment
+	var agents []*process
 	for _, spoke := range env.Spokes {
-		dir, err := filepath.Abs(o.path(filepath.Join(spoke.Name, "hub-kubeconfig")))
+		if err := applyInstall(ctx, spoke, in, crds); err != nil {
+			return agents, err
+		}
+		hubKubeconfigDir, err := filepath.Abs(o.path(filepath.Join(spoke.Name, "hub-kubeconfig")))
 		if err != nil {
 			return agents, err
 		}
-		if err := env.WriteHubKubeconfigDir(ctx, spoke.Name, role, dir); err != nil {
-			return agents, fmt.Errorf("join %s: %w", spoke.Name, err)
+		if err := o.writeAgentHubCredential(ctx, env, spoke.Name, hubKubeconfigDir); err != nil {
+			return agents, err
 		}
-		spokeKubeconfig, err := filepath.Abs(o.path(spoke.Name + ".kubeconfig"))
+		spokeKubeconfig, err := filepath.Abs(o.path(filepath.Join(spoke.Name, "spoke.kubeconfig")))
 		if err != nil {
 			return agents, err
 		}
-		log, err := os.Create(o.path("agent-" + spoke.Name + ".log"))
+		user, err := writeServiceAccountKubeconfig(ctx, spoke, d, spokeKubeconfig)
 		if err != nil {
 			return agents, err
 		}
-		cmd := exec.Command(bin,
-			"--hub-kubeconfig-dir="+dir,
-			"--spoke-kubeconfig="+spokeKubeconfig,
-			"--metrics-bind-address=0",
-			"--health-probe-bind-address=0",
-			// Leader election on, as shipped; the Lease goes to a namespace every spoke has (the
-			// agent is admin of its local spoke).
-			"--leader-election-namespace=kube-system",
-		)
-		cmd.Stdout, cmd.Stderr = log, log
-		// Ends with this process, however it ends.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		err = cmd.Start()
-		log.Close()
+		binds, health, metrics, err := bindOverrides()
 		if err != nil {
-			return agents, fmt.Errorf("start %s for %s: %w", bin, spoke.Name, err)
+			return agents, err
 		}
-		a := &agentProcess{cluster: spoke.Name, cmd: cmd, exited: make(chan struct{})}
-		go func() { _ = cmd.Wait(); close(a.exited) }()
+		cmd, err := in.Command(shipped.Process{
+			Binary: o.binaryPath("ferry-agent"),
+			Fields: shipped.PodFields(d.Namespace, d.Name+"-"+spoke.Name),
+			Overrides: append(binds,
+				// The Secret's mount path in the pod.
+				shipped.Set("hub-kubeconfig-dir", hubKubeconfigDir),
+				// In a pod, the agent finds its ServiceAccount's in-cluster configuration instead.
+				shipped.Add("spoke-kubeconfig", spokeKubeconfig),
+			),
+		})
+		if err != nil {
+			return agents, err
+		}
+		a, err := startProcess(cmd, fmt.Sprintf("ferry-agent on %s as %s", spoke.Name, user), o.path("agent-"+spoke.Name+".log"), health, metrics)
+		if err != nil {
+			return agents, err
+		}
 		agents = append(agents, a)
 	}
 	return agents, nil
 }
 
-// stopAgents stops the agents, giving each a few seconds to finish what it is doing.
-func stopAgents(agents []*agentProcess) error {
-	var errs []error
-	for _, a := range agents {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+// localLeaseDurationSeconds is how often the local agents renew their Lease on the hub: short, so that
+// a stopped agent shows as AVAILABLE Unknown within ten seconds rather than five minutes.
+const localLeaseDurationSeconds = "2"
+
+// writeAgentHubCredential registers spoke with the hub as a user does on a cluster without OCM, with
+// the real `ferry-hub clusters add` (the ManagedCluster, its namespace, a ServiceAccount token bound to
+// the agent's shipped hub role there, the Lease the agent renews), and has it write the agent's
+// hub-kubeconfig-secret into dir, where the Deployment mounts it.
+func (o *options) writeAgentHubCredential(ctx context.Context, env *localcluster.Environment, spoke, dir string) error {
+	cmd := exec.CommandContext(ctx, o.binaryPath("ferry-hub"), "clusters", "add", spoke,
+		"--kubeconfig="+env.Hub.Kubeconfig, "--output-dir="+dir, "--lease-duration-seconds="+localLeaseDurationSeconds)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ferry-hub clusters add %s: %w\n%s", spoke, err, out)
 	}
-	for _, a := range agents {
-		select {
-		case <-a.exited:
-		case <-time.After(10 * time.Second):
-			_ = a.cmd.Process.Kill()
-			<-a.exited
-			errs = append(errs, fmt.Errorf("agent of %s did not stop within 10s; killed it", a.cluster))
-		}
-	}
-	return errors.Join(errs...)
+	fmt.Print(string(out))
+	return nil
 }

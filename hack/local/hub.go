@@ -4,68 +4,82 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
-
-	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/manifests"
 )
 
-// hubUser is the identity ferry-hub runs as on the local hub.
-const hubUser = "system:ferry:hub-controller"
-
-// startHub runs the real ferry-hub binary against the local hub, with a credential limited to the
-// shipped ClusterRole (--hub-role), so that a permission it lacks shows here first.
-func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (*agentProcess, error) {
-	bin := filepath.Join(filepath.Dir(o.agentBinaryPath()), "ferry-hub")
+// startHub installs deploy/hub on the hub, all but its Deployment, and runs the real ferry-hub binary
+// as that Deployment's container: its args and env, as its ServiceAccount, so that it has exactly
+// deploy/hub's RBAC and a permission it lacks shows here first.
+func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (*process, error) {
+	in, err := shipped.Render(ctx, filepath.Join(o.deployDir, "hub"))
+	if err != nil {
+		return nil, err
+	}
+	// internal/localcluster installs the hub's CRDs from manifests/ when it starts the hub.
+	crds, err := manifests.HubCRDs()
+	if err != nil {
+		return nil, err
+	}
+	if err := applyInstall(ctx, env.Hub, in, crds); err != nil {
+		return nil, err
+	}
 	kubeconfig, err := filepath.Abs(o.path("hub-controller.kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
-	if err := o.writeHubCredential(ctx, env, kubeconfig); err != nil {
-		return nil, err
-	}
-	log, err := os.Create(o.path("hub-controller.log"))
+	user, err := writeServiceAccountKubeconfig(ctx, env.Hub, in.Deployment, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	defer log.Close()
-	cmd := exec.Command(bin, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	binds, health, metrics, err := bindOverrides()
+	if err != nil {
+		return nil, err
 	}
-	p := &agentProcess{cluster: "hub", cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	return p, nil
+	d := in.Deployment
+	cmd, err := in.Command(shipped.Process{
+		Binary: o.binaryPath("ferry-hub"),
+		Fields: shipped.PodFields(d.Namespace, d.Name+"-"+env.Hub.Name),
+		// In a pod, ferry-hub finds its ServiceAccount's in-cluster configuration instead.
+		Overrides: append(binds, shipped.Add("kubeconfig", kubeconfig)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return startProcess(cmd, fmt.Sprintf("ferry-hub on %s as %s", env.Hub.Name, user), o.path("hub-controller.log"), health, metrics)
 }
 
-// writeHubCredential gives ferry-hub a user bound to the --hub-role ClusterRole and writes its
-// kubeconfig to path.
-func (o *options) writeHubCredential(ctx context.Context, env *localcluster.Environment, path string) error {
-	data, err := os.ReadFile(o.hubRole)
-	if err != nil {
-		return fmt.Errorf("--hub-role: %w", err)
+// bindOverrides moves a binary's health and metrics servers to free loopback ports, and returns
+// those overrides and the two addresses.
+func bindOverrides() (overrides []shipped.Override, health, metrics string, err error) {
+	if health, err = freeAddress(); err != nil {
+		return nil, "", "", err
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return fmt.Errorf("--hub-role %s: %w", o.hubRole, err)
+	if metrics, err = freeAddress(); err != nil {
+		return nil, "", "", err
 	}
-	return env.WriteHubControllerKubeconfig(ctx, hubUser, role, path)
+	return []shipped.Override{
+		shipped.Set("health-probe-bind-address", health),
+		shipped.Set("metrics-bind-address", metrics),
+	}, health, metrics, nil
 }
 
-// agentBinaryPath is the ferry-agent binary: --agent-binary, else the one beside ferry-local.
-func (o *options) agentBinaryPath() string {
-	if o.agentBinary != "" {
-		return o.agentBinary
+// binaryPath is the binary of that name: for ferry-agent --agent-binary if given; otherwise the one
+// beside ferry-agent, which is beside ferry-local unless --agent-binary says otherwise.
+func (o *options) binaryPath(name string) string {
+	agent := o.agentBinary
+	if agent == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return name
+		}
+		agent = filepath.Join(filepath.Dir(self), "ferry-agent")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return "ferry-agent"
+	if name == "ferry-agent" {
+		return agent
 	}
-	return filepath.Join(filepath.Dir(self), "ferry-agent")
+	return filepath.Join(filepath.Dir(agent), name)
 }

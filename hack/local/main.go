@@ -1,6 +1,7 @@
 // Command ferry-local keeps a local hub and spokes running in the background for a person to use with
 // kubectl: `ferry-local up` starts them (or reports the running set), `ferry-local down` stops them.
-// Each cluster is a real etcd + kube-apiserver + kube-controller-manager built by `make control-plane`.
+// Each cluster is a real etcd + kube-apiserver + kube-controller-manager built by `make control-plane`;
+// ferry-hub and ferry-agent run on them with the args, env and RBAC their Deployments in deploy/ have.
 package main
 
 import (
@@ -28,8 +29,7 @@ type options struct {
 	timeout     time.Duration
 	agents      bool
 	agentBinary string
-	agentRole   string
-	hubRole     string
+	deployDir   string
 }
 
 func main() {
@@ -66,8 +66,7 @@ func newCommand() *cobra.Command {
 		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: bin/control-plane/current)")
 		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-hub on the hub and ferry-agent for every spoke")
 		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
-		c.Flags().StringVar(&o.agentRole, "agent-role", "deploy/agent/hub-clusterrole.yaml", "the ClusterRole that limits an agent's hub credential")
-		c.Flags().StringVar(&o.hubRole, "hub-role", "deploy/hub/clusterrole.yaml", "the ClusterRole that limits ferry-hub's credential")
+		c.Flags().StringVar(&o.deployDir, "deploy-dir", "deploy", "the kustomizations whose Deployments, args, env and RBAC ferry-hub (<dir>/hub) and ferry-agent (<dir>/agent/spoke) run with")
 	}
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the clusters to be ready")
 	down := &cobra.Command{
@@ -113,8 +112,12 @@ func (o *options) up(ctx context.Context) error {
 		return err
 	}
 	defer logf.Close()
+	deployDir, err := filepath.Abs(o.deployDir)
+	if err != nil {
+		return err
+	}
 	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ","),
-		fmt.Sprintf("--agents=%t", o.agents), "--agent-role", o.agentRole, "--hub-role", o.hubRole}
+		fmt.Sprintf("--agents=%t", o.agents), "--deploy-dir", deployDir}
 	if o.binaryDir != "" {
 		args = append(args, "--binary-dir", o.binaryDir)
 	}
@@ -174,29 +177,28 @@ func (o *options) serve(ctx context.Context) error {
 			fmt.Fprintln(os.Stderr, "stop:", err)
 		}
 	}()
-	if err := env.RegisterSpokes(ctx); err != nil {
-		return err
+	if !o.agents {
+		// Without the binaries, the spokes are registered as OCM's registration would; with them,
+		// `ferry-hub clusters add` registers each (startAgents).
+		if err := env.RegisterSpokes(ctx); err != nil {
+			return err
+		}
 	}
 	if err := o.writeKubeconfigs(env, false); err != nil {
 		return err
 	}
 	if o.agents {
-		hubController, err := o.startHub(ctx, env)
+		procs, err := o.startFerry(ctx, env)
+		defer func() {
+			if err := stopProcesses(procs); err != nil {
+				fmt.Fprintln(os.Stderr, "stop ferry-hub and the agents:", err)
+			}
+		}()
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if err := stopAgents([]*agentProcess{hubController}); err != nil {
-				fmt.Fprintln(os.Stderr, "stop ferry-hub:", err)
-			}
-		}()
-		agents, err := o.startAgents(ctx, env)
-		defer func() {
-			if err := stopAgents(agents); err != nil {
-				fmt.Fprintln(os.Stderr, "stop agents:", err)
-			}
-		}()
-		if err != nil {
+		// The clusters file, written last, says all is ready: that includes the binaries.
+		if err := waitReady(ctx, procs); err != nil {
 			return err
 		}
 	}
@@ -207,6 +209,17 @@ func (o *options) serve(ctx context.Context) error {
 	<-ctx.Done()
 	fmt.Println("stopping")
 	return nil
+}
+
+// startFerry runs ferry-hub on the hub and ferry-agent for every spoke, each as its Deployment in
+// deploy/ runs it. It returns what it started, also on error, for the caller to stop.
+func (o *options) startFerry(ctx context.Context, env *localcluster.Environment) ([]*process, error) {
+	hub, err := o.startHub(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	agents, err := o.startAgents(ctx, env)
+	return append([]*process{hub}, agents...), err
 }
 
 // writeKubeconfigs writes the kubeconfigs, and with ready the clusters file that tells `up` all is

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -146,8 +147,7 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
 		}
 	}
 	state = t.TempDir()
-	args := []string{"serve", "--state-dir", state,
-		"--agent-role", filepath.Join(root, "deploy/agent/hub-clusterrole.yaml"), "--hub-role", filepath.Join(root, "deploy/hub/clusterrole.yaml")}
+	args := []string{"serve", "--state-dir", state, "--deploy-dir", filepath.Join(root, "deploy")}
 	if dir := os.Getenv("FERRY_CONTROL_PLANE_DIR"); dir != "" {
 		args = append(args, "--binary-dir", dir)
 	} else {
@@ -238,6 +238,22 @@ func tail(s string, n int) string {
 func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 	hub, spokes, state := clustersUnderTest(t)
 	root := repoRoot(t)
+	hubKubeconfig := os.Getenv("FERRY_E2E_HUB_KUBECONFIG")
+	if state != "" {
+		hubKubeconfig = filepath.Join(state, "hub.kubeconfig")
+	}
+
+	// Both clusters joined and available, as `kubectl get managedclusters` shows them: on the local
+	// hub, ferry-hub keeps the conditions of the clusters `ferry-hub clusters add` registered.
+	eventually(t, "kubectl get managedclusters: cluster1 and cluster2 JOINED and AVAILABLE True", time.Minute, func(context.Context) (bool, error) {
+		columns := managedClusterColumns(t, hubKubeconfig)
+		for _, name := range []string{"cluster1", "cluster2"} {
+			if columns[name]["JOINED"] != "True" || columns[name]["AVAILABLE"] != "True" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 
 	hub.apply(t, filepath.Join(root, "examples/hello-app.yaml"), "default")
 	hub.apply(t, filepath.Join(root, "examples/hello-work.yaml"), "cluster1")
@@ -326,9 +342,27 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 	})
 
 	if state == "" {
-		return // given clusters: their logs are not ours to read
+		return // given clusters: their logs and processes are not ours
 	}
-	// ferry-hub ran with only deploy/hub/clusterrole.yaml, the agents with only
+	// An agent that stops leaves its cluster AVAILABLE Unknown within a few lease periods (ferry-local
+	// registers with a 2s lease; the hub waits 5 periods).
+	pid, err := os.ReadFile(filepath.Join(state, "agent-cluster2.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentPID, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(agentPID, syscall.SIGTERM); err != nil {
+		t.Fatalf("stop the agent of cluster2: %v", err)
+	}
+	eventually(t, "kubectl get managedclusters: cluster2 AVAILABLE Unknown after its agent stopped, cluster1 still True", 30*time.Second, func(context.Context) (bool, error) {
+		columns := managedClusterColumns(t, hubKubeconfig)
+		return columns["cluster2"]["AVAILABLE"] == "Unknown" && columns["cluster1"]["AVAILABLE"] == "True", nil
+	})
+	// ferry-hub ran as its ServiceAccount with only deploy/hub's RBAC, the agents as theirs with
+	// deploy/agent/spoke's on the spoke and, on the hub, only the token `ferry-hub clusters add` bound to
 	// deploy/agent/hub-clusterrole.yaml in their cluster's namespace: nothing was refused.
 	for _, log := range []string{"hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
 		data, err := os.ReadFile(filepath.Join(state, log))
@@ -353,4 +387,45 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// managedClusterColumns runs `kubectl get managedclusters` on the hub and returns, by cluster, the
+// columns it prints (by header), as a person reads them.
+func managedClusterColumns(t *testing.T, kubeconfig string) map[string]map[string]string {
+	t.Helper()
+	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "get", "managedclusters").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get managedclusters: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	header := lines[0]
+	var names []string
+	var starts []int
+	for i := 0; i < len(header); {
+		j := strings.Index(header[i:], "  ")
+		name := header[i:]
+		if j >= 0 {
+			name = header[i : i+j]
+		}
+		names, starts = append(names, strings.TrimSpace(name)), append(starts, i)
+		if j < 0 {
+			break
+		}
+		i += j + strings.IndexFunc(header[i+j:], func(r rune) bool { return r != ' ' })
+	}
+	rows := map[string]map[string]string{}
+	for _, line := range lines[1:] {
+		row := map[string]string{}
+		for k, name := range names {
+			end := len(line)
+			if k+1 < len(starts) && starts[k+1] < end {
+				end = starts[k+1]
+			}
+			if starts[k] < end {
+				row[name] = strings.TrimSpace(line[starts[k]:end])
+			}
+		}
+		rows[row["NAME"]] = row
+	}
+	return rows
 }

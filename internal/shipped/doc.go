@@ -1,0 +1,7 @@
+// Package shipped runs Ferry's binaries on this machine the way deploy/ runs them in a cluster, so
+// that what `make local-up` and the end-to-end tests exercise is what ships. The entry point is
+// Render: it renders a kustomization of deploy/ with `kubectl kustomize` and finds its Deployment;
+// Install.Command then builds the command of a local binary from that Deployment's container — its
+// args with $(VAR) expanded as the kubelet does, its env, and a short, explicit list of Overrides for
+// what differs between a process on this machine and a pod (bind addresses, kubeconfigs, mount paths).
+package shipped
