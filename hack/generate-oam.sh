@@ -29,4 +29,4 @@ fi
 # Stale CRDs of renamed or removed kinds must not linger, and must not be embedded.
 rm -f "$crds"/*.yaml
 "$gen" object crd:crdVersions=v1 paths="./$api/..." output:crd:dir="$crds"
-echo "generated $api/zz_generated.deepcopy.go and $(ls "$crds" | wc -l) CRDs in $crds"
+echo "generated $api/zz_generated.deepcopy.go and $(find "$crds" -name '*.yaml' | wc -l) CRDs in $crds"
