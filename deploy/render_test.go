@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
 // installs are the kustomizations a user applies, each to the cluster it names. Every other
@@ -85,7 +84,7 @@ func render(t testing.TB, dir string) ([]byte, []*unstructured.Unstructured) {
 		t.Fatalf("render %s: %v", dir, err)
 	}
 	renderings[dir] = out
-	objs, err := decodeObjects([]byte(out))
+	objs, err := shipped.DecodeObjects([]byte(out))
 	if err != nil {
 		t.Fatalf("decode the rendering of %s: %v", dir, err)
 	}
@@ -93,24 +92,6 @@ func render(t testing.TB, dir string) ([]byte, []*unstructured.Unstructured) {
 		t.Fatalf("kubectl kustomize %s rendered no objects", dir)
 	}
 	return []byte(out), objs
-}
-
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("object %d: %w", len(objs)+1, err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 }
 
 // ofKind returns the objects of a kind, converted to typed objects of T.

@@ -39,7 +39,7 @@ func Render(ctx context.Context, dir string) (*Install, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: kubectl kustomize: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
 	}
-	objs, err := decode(out)
+	objs, err := DecodeObjects(out)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", dir, err)
 	}
@@ -61,7 +61,8 @@ func (in *Install) Resources() []*unstructured.Unstructured {
 	return out
 }
 
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
+// DecodeObjects reads every object of a YAML or JSON stream, in order, skipping empty documents.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []*unstructured.Unstructured
 	for {

@@ -113,7 +113,7 @@ func TestAnInstallRunsOneDeployment(t *testing.T) {
 		{"a field the client does not know", deployment + "spec: {replicaz: 1}\n", `unknown field "spec.replicaz"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := decode([]byte(tc.yaml))
+			objs, err := DecodeObjects([]byte(tc.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
