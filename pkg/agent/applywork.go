@@ -28,6 +28,8 @@ type manifestResult struct {
 	// feedback values and the error of the rules that could not be evaluated
 	feedback    []workv1.FeedbackValue
 	feedbackErr error
+	// health: the object's Progressing, Degraded, Complete and conditionRules conditions
+	health []metav1.Condition
 }
 
 // exists reports whether the manifest's object is on the spoke after this reconcile.
@@ -179,6 +181,13 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 		if kind, ok := crdKind(r.result.Object); ok && established(r.result.Object) {
 			delete(a.pending, kind)
 		}
+	}
+	if r.exists() {
+		var rules []workv1.ConditionRule
+		if r.config != nil {
+			rules = r.config.ConditionRules
+		}
+		r.health = c.health.Conditions(r.result.Object, rules, a.work.Generation)
 	}
 	if r.exists() && r.config != nil && len(r.config.FeedbackRules) > 0 {
 		r.feedback, r.feedbackErr = c.feedback.Evaluate(r.result.Object, r.config.FeedbackRules)

@@ -18,6 +18,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/agent/feedback"
+	"github.com/ferry-mc/ferry/pkg/agent/health"
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
@@ -25,6 +26,8 @@ import (
 // their manifests, tracks what it applied in AppliedManifestWorks, removes what left a work, and
 // reports status back to the hub.
 type controller struct {
+	// health computes each applied object's health conditions.
+	health  *health.Evaluator
 	cluster string // the managed cluster's name: the hub namespace of its ManifestWorks
 	hubHash string // identifies the hub, so AppliedManifestWorks of several hubs do not collide
 	agentID string

@@ -20,6 +20,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/agent/feedback"
+	"github.com/ferry-mc/ferry/pkg/agent/health"
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
@@ -88,7 +89,12 @@ func Start(ctx context.Context, cfg Config) error {
 	works := hubInformers.Work().V1().ManifestWorks()
 	amws := spokeInformers.Work().V1().AppliedManifestWorks()
 
+	evaluator, err := health.New()
+	if err != nil {
+		return err
+	}
 	c := &controller{
+		health:     evaluator,
 		cluster:    cfg.ClusterName,
 		hubHash:    HubHash(cfg.Hub.Host),
 		agentID:    cfg.AgentID,

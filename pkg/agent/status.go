@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/pkg/agent/health"
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
@@ -102,8 +104,10 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 		} else {
 			meta.RemoveStatusCondition(&mc.Conditions, ConditionStatusFeedbackSynced)
 		}
+		setHealth(&mc.Conditions, r.health)
 		status.ResourceStatus.Manifests = append(status.ResourceStatus.Manifests, mc)
 	}
+	setHealth(&status.Conditions, health.Aggregate(status.ResourceStatus.Manifests, gen))
 
 	workApplied := metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonWorkApplied,
 		Message: "Apply manifest work complete", ObservedGeneration: gen}
@@ -182,4 +186,16 @@ func cloneConditions(in []metav1.Condition) []metav1.Condition {
 		return nil
 	}
 	return append([]metav1.Condition(nil), in...)
+}
+
+// setHealth makes the health conditions of conditions exactly current: each set (its transition time
+// kept when its status did not change), and any other health condition, of a rule since removed or of
+// an object since gone, dropped.
+func setHealth(conditions *[]metav1.Condition, current []metav1.Condition) {
+	*conditions = slices.DeleteFunc(*conditions, func(c metav1.Condition) bool {
+		return health.IsHealthCondition(c) && !slices.ContainsFunc(current, func(n metav1.Condition) bool { return n.Type == c.Type })
+	})
+	for _, c := range current {
+		meta.SetStatusCondition(conditions, c)
+	}
 }
