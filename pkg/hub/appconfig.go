@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -362,7 +363,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 		}
 	}
 	status.Clusters = nil
-	applied, available := 0, 0
+	applied, available, healthy := 0, 0, 0
 	for _, cluster := range sortedKeys(works) {
 		cs := clusterStatus(works[cluster], currentObjects(status.Workloads))
 		if cs.Applied == metav1.ConditionTrue {
@@ -371,10 +372,14 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 		if cs.Available == metav1.ConditionTrue {
 			available++
 		}
+		if cs.Health == v1alpha2.Healthy {
+			healthy++
+		}
 		status.Clusters = append(status.Clusters, cs)
 	}
 	n := len(status.Clusters)
-	status.Summary = &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n)}
+	status.Summary = &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
+		Healthy: fmt.Sprintf("%d/%d", healthy, n)}
 	if equality.Semantic.DeepEqual(status, &app.Status) {
 		return nil
 	}
@@ -408,6 +413,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.Cl
 		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
 		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
 	var applied, available []metav1.ConditionStatus
+	var healths []v1alpha2.Health
 	for _, m := range mw.Status.ResourceStatus.Manifests {
 		ms := v1alpha2.ManifestStatus{
 			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
@@ -419,17 +425,25 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.Cl
 		} else {
 			ms.APIVersion = m.ResourceMeta.Version
 		}
+		var why string
+		ms.Health, why = manifestHealth(m.Conditions, mw.Generation)
 		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
 			ms.Message = c.Message
+		} else {
+			ms.Message = why
 		}
 		for _, v := range m.StatusFeedbacks.Values {
 			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
 		}
 		cs.Manifests = append(cs.Manifests, ms)
+		if len(current) == 0 || current[ms.Kind+"/"+ms.Name] {
+			healths = append(healths, ms.Health)
+		}
 		if current[ms.Kind+"/"+ms.Name] {
 			applied, available = append(applied, ms.Applied), append(available, ms.Available)
 		}
 	}
+	cs.Health = aggregateHealth(healths)
 	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
 		// The work reports on this generation: judge by the current objects alone.
 		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
@@ -486,4 +500,36 @@ func fieldValue(v workv1.FieldValue) string {
 		return *v.JsonRaw
 	}
 	return ""
+}
+
+// manifestHealth is what a manifest's Progressing and Degraded conditions say, and the message of the
+// one that makes it unhealthy. Conditions about an older generation of the work count as not reported.
+func manifestHealth(conds []metav1.Condition, gen int64) (v1alpha2.Health, string) {
+	degraded, progressing := meta.FindStatusCondition(conds, workv1.ManifestDegraded), meta.FindStatusCondition(conds, workv1.ManifestProgressing)
+	current := func(c *metav1.Condition) bool { return c != nil && c.ObservedGeneration == gen }
+	switch {
+	case current(degraded) && degraded.Status == metav1.ConditionTrue:
+		return v1alpha2.Degraded, degraded.Message
+	case current(progressing) && progressing.Status == metav1.ConditionTrue:
+		return v1alpha2.Progressing, progressing.Message
+	case current(degraded) && current(progressing) && degraded.Status == metav1.ConditionFalse && progressing.Status == metav1.ConditionFalse:
+		return v1alpha2.Healthy, ""
+	}
+	return v1alpha2.HealthUnknown, ""
+}
+
+// aggregateHealth is a cluster's health: Degraded when any object is, else Progressing when any is,
+// Healthy when all are (and there is one), else Unknown.
+func aggregateHealth(hs []v1alpha2.Health) v1alpha2.Health {
+	switch {
+	case len(hs) == 0:
+		return v1alpha2.HealthUnknown
+	case slices.Contains(hs, v1alpha2.Degraded):
+		return v1alpha2.Degraded
+	case slices.Contains(hs, v1alpha2.Progressing):
+		return v1alpha2.Progressing
+	case slices.Contains(hs, v1alpha2.HealthUnknown):
+		return v1alpha2.HealthUnknown
+	}
+	return v1alpha2.Healthy
 }

@@ -183,6 +183,10 @@ type ClusterStatus struct {
 	// Available aggregates the manifests' Available conditions.
 	// +optional
 	Available metav1.ConditionStatus `json:"available,omitempty"`
+	// Health aggregates the manifests' health: Degraded when any is, else Progressing when any is,
+	// Healthy when all are, else Unknown.
+	// +optional
+	Health Health `json:"health,omitempty"`
 	// Manifests are the work's manifests as the cluster's agent reports them.
 	// +optional
 	Manifests []ManifestStatus `json:"manifests,omitempty"`
@@ -204,13 +208,33 @@ type ManifestStatus struct {
 	// Available is the status of the manifest's Available condition.
 	// +optional
 	Available metav1.ConditionStatus `json:"available,omitempty"`
-	// Message explains a condition that is not True, e.g. the fields of an apply conflict.
+	// Health is the object's health from its Progressing and Degraded conditions.
+	// +optional
+	Health Health `json:"health,omitempty"`
+	// Message explains a condition that is not True, e.g. the fields of an apply conflict, or why the
+	// object is not healthy.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Feedback are the status values the agent reported, e.g. ReadyReplicas.
 	// +optional
 	Feedback []FeedbackValue `json:"feedback,omitempty"`
 }
+
+// Health is what the agent's Progressing and Degraded conditions say of an object, or of a cluster's
+// objects together.
+// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
+type Health string
+
+const (
+	// Healthy: neither progressing nor degraded (kstatus Current, or a conditionRule says so).
+	Healthy Health = "Healthy"
+	// Progressing: on its way, e.g. a Deployment whose replicas are not all ready yet.
+	Progressing Health = "Progressing"
+	// Degraded: failed, e.g. a Deployment past its progress deadline or a failed Job.
+	Degraded Health = "Degraded"
+	// HealthUnknown: not reported (yet), e.g. by an agent that does not compute health.
+	HealthUnknown Health = "Unknown"
+)
 
 // FeedbackValue is one reported status value, rendered as text.
 type FeedbackValue struct {
@@ -227,6 +251,9 @@ type Summary struct {
 	Applied string `json:"applied"`
 	// Available is "<clusters whose manifests are all available>/<clusters>".
 	Available string `json:"available"`
+	// Healthy is "<clusters whose manifests are all healthy>/<clusters>".
+	// +optional
+	Healthy string `json:"healthy,omitempty"`
 }
 
 // ApplicationConfiguration is an OAM application: Component instances with parameter values and traits,
@@ -238,6 +265,7 @@ type Summary struct {
 // +kubebuilder:printcolumn:name="CLUSTERS",type=integer,JSONPath=".status.summary.clusters"
 // +kubebuilder:printcolumn:name="APPLIED",type=string,JSONPath=".status.summary.applied"
 // +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=".status.summary.available"
+// +kubebuilder:printcolumn:name="HEALTHY",type=string,JSONPath=".status.summary.healthy"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=".metadata.creationTimestamp"
 type ApplicationConfiguration struct {
 	metav1.TypeMeta   `json:",inline"`
