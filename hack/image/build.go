@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // buildOptions says what to build and where to put it.
@@ -30,8 +28,9 @@ type buildOptions struct {
 type builtImage struct {
 	Command command
 	Image   v1.Image
-	// Tag names the image in its tarball and in the OCI layout.
-	Tag name.Tag
+	// Tags name the image in its tarball and in the OCI layout: its version tag first, then the tag
+	// deploy/ runs (see imageTags).
+	Tags []name.Tag
 	// Tarball is the docker-archive file.
 	Tarball string
 	// Digest is the manifest digest (what a registry would call the image); ConfigDigest is what
@@ -48,8 +47,8 @@ const (
 )
 
 // buildImages builds every command's binary and image, and writes them to o.OutDir: <name>.tar as a
-// docker archive tagged ferry.io/<name>:<version>, and all images into the OCI layout oci/ (which is
-// written anew, so that it holds exactly this build).
+// docker archive tagged ferry.io/<name>:<version> and ferry.io/<name>:dev, and all images under both
+// names into the OCI layout oci/ (which is written anew, so that it holds exactly this build).
 func buildImages(ctx context.Context, o buildOptions) ([]builtImage, error) {
 	binDir := filepath.Join(o.OutDir, "binaries")
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
@@ -81,8 +80,8 @@ func buildOne(ctx context.Context, o buildOptions, c command, binaryPath string)
 	if b.Image, err = newImage(c, binary, o.Arch, o.Provenance); err != nil {
 		return b, err
 	}
-	if b.Tag, err = name.NewTag(registry + "/" + c.Name + ":" + o.Provenance.Version); err != nil {
-		return b, fmt.Errorf("tag: %w", err)
+	if b.Tags, err = imageTags(c, o.Provenance.Version); err != nil {
+		return b, err
 	}
 	if b.Digest, err = b.Image.Digest(); err != nil {
 		return b, err
@@ -93,16 +92,16 @@ func buildOne(ctx context.Context, o buildOptions, c command, binaryPath string)
 	if b.Size, err = compressedSize(b.Image); err != nil {
 		return b, err
 	}
-	// Written beside and renamed, so that an interrupted build never leaves a truncated tarball that
-	// `docker load` would half read.
-	partial := b.Tarball + ".partial"
-	if err := tarball.WriteToFile(partial, b.Tag, b.Image); err != nil {
-		return b, errors.Join(fmt.Errorf("write %s: %w", b.Tarball, err), os.Remove(partial))
-	}
-	return b, os.Rename(partial, b.Tarball)
+	return b, writeDockerArchive(b.Tarball, b.Image, b.Tags, o.Provenance.Created)
 }
 
-// writeLayout writes the images into a new OCI image layout at dir.
+// writeLayout writes the images into a new OCI image layout at dir, one index.json entry per tag.
+//
+// An index entry names one manifest by one tag, so an image with two tags is two entries with one
+// digest (its blobs are stored once). That is how the layout gives a manifest several names, and the
+// very index containerd's importer (`ctr images import`, `kind load image-archive`) makes of a docker
+// archive's RepoTags: one entry per tag, io.containerd.image.name and ref.name as here. So both
+// outputs load as the same names.
 func writeLayout(dir string, images []builtImage) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
@@ -112,9 +111,11 @@ func writeLayout(dir string, images []builtImage) error {
 		return err
 	}
 	for _, b := range images {
-		annotations := map[string]string{annotationRefName: b.Tag.TagStr(), annotationContainerdRef: b.Tag.Name()}
-		if err := path.AppendImage(b.Image, layout.WithAnnotations(annotations)); err != nil {
-			return fmt.Errorf("add %s: %w", b.Tag, err)
+		for _, tag := range b.Tags {
+			annotations := map[string]string{annotationRefName: tag.TagStr(), annotationContainerdRef: tag.Name()}
+			if err := path.AppendImage(b.Image, layout.WithAnnotations(annotations)); err != nil {
+				return fmt.Errorf("add %s: %w", tag, err)
+			}
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 // Command ferry-image builds Ferry's container images — ferry-hub and ferry-agent, one static binary
 // each on an empty base — without a Docker daemon, and writes them under bin/images/ as docker-archive
 // tarballs (for `docker load` and `kind load image-archive`) and as one OCI image layout holding both.
+// Each image is named twice, ferry.io/<name>:<git describe> and ferry.io/<name>:dev, the tag deploy/
+// runs, so that a loaded archive is what `kubectl apply -k deploy/...` starts.
 // `make images` runs it; the main entry point is buildImages, which the test runs too.
 //
 // Why go-containerregistry and not ko or buildah: there is no Docker daemon on the development machines

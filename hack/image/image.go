@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -16,6 +18,10 @@ const (
 	// registry is the repository prefix of the tags the tarballs carry. Nothing is pushed; it only
 	// names the images once loaded (`docker load`, `kind load image-archive`).
 	registry = "ferry.io"
+	// deployTag is the tag deploy/hub and deploy/agent/spoke run (their kustomizations' images: newTag).
+	// Every image carries it beside its version tag, so that an archive loaded with `kind load
+	// image-archive` or `docker load` is what `kubectl apply -k deploy/...` runs, with no re-tagging.
+	deployTag = "dev"
 	// license is the SPDX identifier for org.opencontainers.image.licenses. The repository has no
 	// licence yet, so the label is left out; set this when it gets one.
 	license = ""
@@ -31,6 +37,22 @@ const (
 	labelCreated     = "org.opencontainers.image.created"
 	labelLicenses    = "org.opencontainers.image.licenses"
 )
+
+// imageTags are the names of command c's image: ferry.io/<name>:<version>, which says which build it
+// is, then ferry.io/<name>:<deployTag>, which deploy/ runs (once, if the version is the deploy tag).
+func imageTags(c command, version string) ([]name.Tag, error) {
+	var tags []name.Tag
+	for _, tag := range []string{version, deployTag} {
+		t, err := name.NewTag(registry + "/" + c.Name + ":" + tag)
+		if err != nil {
+			return nil, fmt.Errorf("tag %q: %w", tag, err)
+		}
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	return tags, nil
+}
 
 // labels are the image's OCI labels.
 func labels(c command, p provenance) map[string]string {

@@ -131,19 +131,33 @@ func TestImageConfig(t *testing.T) {
 	for _, c := range commands {
 		t.Run(c.Name, func(t *testing.T) {
 			b := imageOf(t, c.Name)
-			if want := "ferry.io/" + c.Name + ":" + prov.Version; b.Tag.Name() != want {
-				t.Errorf("tag %s, want %s", b.Tag.Name(), want)
+			// The version tag says which build it is; the deploy tag is what deploy/ runs (see
+			// TestDeployRunsTheTagTheImagesCarry), so that loading the archive is all a kind
+			// install needs. `docker load` names the image by every one of RepoTags.
+			wantTags := []string{"ferry.io/" + c.Name + ":" + prov.Version, "ferry.io/" + c.Name + ":" + deployTag}
+			if got := archiveRepoTags(t, b.Tarball); !slices.Equal(got, wantTags) {
+				t.Errorf("docker archive %s: RepoTags %q, want %q", b.Tarball, got, wantTags)
 			}
-			fromTarball, err := tarball.ImageFromPath(b.Tarball, &b.Tag)
-			if err != nil {
-				t.Fatalf("docker archive %s does not hold %s: %v", b.Tarball, b.Tag, err)
+			if len(b.Tags) != len(wantTags) {
+				t.Fatalf("built with tags %v, want %q", b.Tags, wantTags)
 			}
-			if id, err := fromTarball.ConfigName(); err != nil || id != b.ConfigDigest {
-				t.Errorf("docker archive: image ID %s (%v), want %s", id, err, b.ConfigDigest)
-			}
-			fromLayout := imageInLayout(t, filepath.Join(shared.dir, "oci"), b.Tag)
-			if d, err := fromLayout.Digest(); err != nil || d != b.Digest {
-				t.Errorf("OCI layout: digest %s (%v), want %s", d, err, b.Digest)
+			var fromTarball v1.Image
+			for i, tag := range b.Tags {
+				if tag.Name() != wantTags[i] {
+					t.Errorf("tag %d: %s, want %s", i, tag.Name(), wantTags[i])
+				}
+				img, err := tarball.ImageFromPath(b.Tarball, &tag)
+				if err != nil {
+					t.Fatalf("docker archive %s does not hold %s: %v", b.Tarball, tag, err)
+				}
+				if id, err := img.ConfigName(); err != nil || id != b.ConfigDigest {
+					t.Errorf("docker archive, %s: image ID %s (%v), want %s", tag, id, err, b.ConfigDigest)
+				}
+				fromLayout := imageInLayout(t, filepath.Join(shared.dir, "oci"), tag)
+				if d, err := fromLayout.Digest(); err != nil || d != b.Digest {
+					t.Errorf("OCI layout, %s: digest %s (%v), want %s", tag, d, err, b.Digest)
+				}
+				fromTarball = img
 			}
 
 			cfg, err := fromTarball.ConfigFile()
@@ -203,17 +217,20 @@ func imageInLayout(t *testing.T, dir string, tag name.Tag) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var named []v1.Descriptor
 	for _, d := range m.Manifests {
 		if d.Annotations[annotationContainerdRef] == tag.Name() && d.Annotations[annotationRefName] == tag.TagStr() {
-			img, err := index.Image(d.Digest)
-			if err != nil {
-				t.Fatalf("OCI layout %s: %s: %v", dir, tag, err)
-			}
-			return img
+			named = append(named, d)
 		}
 	}
-	t.Fatalf("OCI layout %s names no image %s", dir, tag)
-	return nil
+	if len(named) != 1 {
+		t.Fatalf("OCI layout %s names %d images %s, want 1", dir, len(named), tag)
+	}
+	img, err := index.Image(named[0].Digest)
+	if err != nil {
+		t.Fatalf("OCI layout %s: %s: %v", dir, tag, err)
+	}
+	return img
 }
 
 // The root filesystem holds the static binary and nothing a shell or a dynamically linked program would

@@ -9,9 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 func main() {
@@ -52,8 +55,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "IMAGE\tSIZE\tDIGEST\tIMAGE ID\tTARBALL")
 	for _, b := range built {
-		fmt.Fprintf(tw, "%s\t%.1f MiB\t%s\t%s\t%s\n", b.Tag, float64(b.Size)/(1<<20), b.Digest, b.ConfigDigest.Hex[:12], b.Tarball)
+		fmt.Fprintf(tw, "%s\t%.1f MiB\t%s\t%s\t%s\n", tagList(b.Tags), float64(b.Size)/(1<<20), b.Digest, b.ConfigDigest.Hex[:12], b.Tarball)
 	}
 	fmt.Fprintf(tw, "(all)\t\t\t\t%s\n", filepath.Join(*out, "oci"))
 	return tw.Flush()
+}
+
+// tagList is the image's first tag in full and the others by their tag only: ferry.io/ferry-hub:v1, :dev.
+func tagList(tags []name.Tag) string {
+	list := make([]string, 0, len(tags))
+	for i, t := range tags {
+		if i == 0 {
+			list = append(list, t.String())
+		} else {
+			list = append(list, ":"+t.TagStr())
+		}
+	}
+	return strings.Join(list, ", ")
 }

@@ -7,7 +7,7 @@
 #   hack/kind/e2e.sh [--dry-run] [up|test|down]     (no subcommand: up, then test)
 #
 # --dry-run (or FERRY_KIND_DRY_RUN=1) needs no Docker: given the kubeconfigs of existing clusters in
-# HUB_KUBECONFIG, SPOKE1_KUBECONFIG and SPOKE2_KUBECONFIG, it prints the kind and docker steps instead
+# HUB_KUBECONFIG, SPOKE1_KUBECONFIG and SPOKE2_KUBECONFIG, it prints the kind and make steps instead
 # of running them, applies every manifest with --dry-run=server, and registers the two spokes for real.
 # go test ./hack/kind runs it that way against local API servers.
 set -euo pipefail
@@ -47,7 +47,7 @@ usage: hack/kind/e2e.sh [--dry-run] [up|test|down]
   (none)  up, then test
 
   --dry-run, FERRY_KIND_DRY_RUN=1   no Docker needed: against the existing clusters of HUB_KUBECONFIG,
-          SPOKE1_KUBECONFIG and SPOKE2_KUBECONFIG, print the kind and docker steps, apply with
+          SPOKE1_KUBECONFIG and SPOKE2_KUBECONFIG, print the kind and make steps, apply with
           --dry-run=server, register the spokes for real
 
   KIND_NODE_IMAGE ($KIND_NODE_IMAGE)
@@ -95,7 +95,7 @@ warn_kind_release() {
   fi
 }
 
-# host runs a step on the Docker host (kind, docker, make images). A dry run prints it instead: there
+# host runs a step on the Docker host (kind, make images). A dry run prints it instead: there
 # may be no Docker daemon, and the clusters it would act on are given, not made.
 host() {
   if ((dry_run)); then
@@ -126,8 +126,9 @@ deployment_exists() {
 }
 
 # roll_out KUBECONFIG NAMESPACE NAME EXISTED: waits until the Deployment's pods are ready. One that
-# existed before this run is restarted first: the image just loaded has the tag the running pods
-# have, and with imagePullPolicy IfNotPresent they would keep running the old binary.
+# existed before this run is restarted first: the image just loaded has the tag the running pods run
+# (:dev, the same on every build), so the Deployment's pod template does not change and nothing rolls;
+# the running containers would keep the old binary. New pods start from the image now under that tag.
 roll_out() {
   local kubeconfig=$1 namespace=$2 name=$3 existed=$4
   if ((dry_run)); then
@@ -155,38 +156,31 @@ wanted_image() {
   echo "$ref"
 }
 
-# archive_tag ARCHIVE: the name and tag a docker archive of make images carries.
-archive_tag() {
+# check_archive ARCHIVE REF: fails unless the docker archive names its image REF (manifest.json
+# RepoTags, the names `kind load image-archive` gives it). make images tags each image both by commit
+# and with the tag deploy/ runs, so this holds unless the archive is stale or a kustomization was
+# retagged without hack/image: then the pods would sit in ImagePullBackOff until the rollout times out.
+check_archive() {
   if ((dry_run)); then
-    echo "<tag in ${1##*/}>"
+    echo "[dry run, not run] check that ${1##*/} names $2"
     return
   fi
-  local tag
-  tag=$(tar -xOf "$1" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
-  [[ -n $tag ]] || die "$1 names no image (manifest.json RepoTags)"
-  echo "$tag"
+  local repo_tags
+  repo_tags=$(tar -xOf "$1" manifest.json | sed -n 's/.*"RepoTags":\(\[[^]]*\]\).*/\1/p')
+  [[ $repo_tags == *"\"$2\""* ]] ||
+    die "$1 names its image ${repo_tags:-by nothing}, not $2 that the install runs: run make images (deployTag in hack/image/image.go must be the kustomizations' newTag)"
 }
 
-# load_image IMAGE KUSTOMIZATION CLUSTER...: puts the archive of IMAGE on every node of each CLUSTER
-# under the reference KUSTOMIZATION's Deployment runs. make images tags by commit (git describe),
-# the kustomizations name a fixed tag, so the image is tagged again inside the nodes' containerd.
+# load_image IMAGE KUSTOMIZATION CLUSTER...: puts the archive of IMAGE on every node of each CLUSTER.
+# The archive already names the image as KUSTOMIZATION's Deployment runs it (ferry.io/ferry-hub:dev).
 load_image() {
-  local image=$1 kustomization=$2 archive built wanted cluster node nodes
+  local image=$1 kustomization=$2 archive wanted cluster
   shift 2
   archive=$root/bin/images/${image##*/}.tar
-  built=$(archive_tag "$archive")
   wanted=$(wanted_image "$kustomization" "$image")
+  check_archive "$archive" "$wanted"
   for cluster in "$@"; do
     host kind load image-archive "$archive" --name "$cluster"
-    [[ $built == "$wanted" ]] && continue
-    if ((dry_run)); then
-      nodes=$cluster-control-plane
-    else
-      nodes=$(kind get nodes --name "$cluster")
-    fi
-    for node in $nodes; do
-      host docker exec "$node" ctr --namespace=k8s.io images tag --force "$built" "$wanted"
-    done
   done
 }
 
