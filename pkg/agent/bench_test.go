@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -288,4 +289,72 @@ func BenchmarkSpokeChangeToHub(b *testing.B) {
 			b.Fatalf("value %s not on the hub within a minute", want)
 		}
 	}
+}
+
+// How soon a change on the spoke reaches the hub as a change of health: a conditionRule on a ConfigMap
+// (Ready when data.value is "on") flipped by writes on the spoke, the time from the write to the
+// hub's watch showing the new condition. The agent's watch of what it applied carries it; there is no
+// polling interval in the path (the status resync is left at its default, 10s). Reports the median
+// and the 99th percentile.
+func BenchmarkSpokeChangeToHubHealth(b *testing.B) {
+	f := startAgent(b, func(c *agent.Config) { c.StatusSyncInterval = agent.DefaultStatusSyncInterval })
+	if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Create(b.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "switch"}, Data: map[string]string{"value": "off"}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := "health-" + f.cluster
+	w := f.work(name, `{apiVersion: v1, kind: ConfigMap, metadata: {name: switch, namespace: "{{ns}}"}}`)
+	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
+		ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Name: "switch", Namespace: f.cluster},
+		UpdateStrategy:     &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeReadOnly},
+		ConditionRules: []workv1.ConditionRule{{Condition: "Ready", Type: workv1.CelConditionExpressionsType,
+			CelExpressions: []string{"object.data.value == 'on'"}}},
+	}}
+	f.create(w)
+	ready := func(w *workv1.ManifestWork) metav1.ConditionStatus {
+		if c := manifestCondition(w, 0, "Ready"); c != nil {
+			return c.Status
+		}
+		return ""
+	}
+	f.waitWork(name, "Ready False first", func(w *workv1.ManifestWork) bool { return ready(w) == metav1.ConditionFalse })
+	var took []time.Duration
+	on := false
+	for b.Loop() {
+		on = !on
+		value, want := "off", metav1.ConditionFalse
+		if on {
+			value, want = "on", metav1.ConditionTrue
+		}
+		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+		watch, err := f.hub.WorkV1().ManifestWorks(f.cluster).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cm.Data["value"] = value
+		start := time.Now()
+		if cm, err = f.kube.CoreV1().ConfigMaps(f.cluster).Update(b.Context(), cm, metav1.UpdateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		seen := false
+		for ev := range watch.ResultChan() {
+			if got, ok := ev.Object.(*workv1.ManifestWork); ok && ready(got) == want {
+				seen = true
+				break
+			}
+		}
+		took = append(took, time.Since(start))
+		watch.Stop()
+		cancel()
+		if !seen {
+			b.Fatalf("Ready %s not on the hub within a minute", want)
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "ms-p99")
 }
