@@ -246,14 +246,7 @@ func BenchmarkAgentCreateToApplied(b *testing.B) {
 // agent's resync is left at its default; the watch on applied objects is what brings the change.
 func BenchmarkSpokeChangeToHub(b *testing.B) {
 	f := startAgent(b, func(c *agent.Config) { c.StatusSyncInterval = agent.DefaultStatusSyncInterval })
-	if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Create(b.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "observed"}, Data: map[string]string{"value": "0"}}, metav1.CreateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cm := observedConfigMap(b, f, "observed", "0")
 	name := "observe-" + f.cluster
 	w := f.work(name, `{apiVersion: v1, kind: ConfigMap, metadata: {name: observed, namespace: "{{ns}}"}}`)
 	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
@@ -298,14 +291,7 @@ func BenchmarkSpokeChangeToHub(b *testing.B) {
 // and the 99th percentile.
 func BenchmarkSpokeChangeToHubHealth(b *testing.B) {
 	f := startAgent(b, func(c *agent.Config) { c.StatusSyncInterval = agent.DefaultStatusSyncInterval })
-	if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Create(b.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "switch"}, Data: map[string]string{"value": "off"}}, metav1.CreateOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cm := observedConfigMap(b, f, "switch", "off")
 	name := "health-" + f.cluster
 	w := f.work(name, `{apiVersion: v1, kind: ConfigMap, metadata: {name: switch, namespace: "{{ns}}"}}`)
 	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
@@ -357,4 +343,19 @@ func BenchmarkSpokeChangeToHubHealth(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(took[(len(took)*99)/100].Microseconds())/1000, "ms-p99")
+}
+
+// observedConfigMap makes, on the spoke, the agent's cluster namespace and in it a ConfigMap with
+// data.value, for a work to observe.
+func observedConfigMap(b *testing.B, f *agentFixture, name, value string) *corev1.ConfigMap {
+	b.Helper()
+	if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Create(b.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"value": value}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cm
 }
