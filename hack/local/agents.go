@@ -27,7 +27,7 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 	d := in.Deployment
 	var agents []*process
 	for _, spoke := range env.Spokes {
-		if err := applyInstall(ctx, spoke, in, crds); err != nil {
+		if err := in.ApplyTo(ctx, spoke.Name, spoke.Config, crds); err != nil {
 			return agents, err
 		}
 		hubKubeconfigDir, err := filepath.Abs(o.path(filepath.Join(spoke.Name, "hub-kubeconfig")))
@@ -41,11 +41,11 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 		if err != nil {
 			return agents, err
 		}
-		user, err := writeServiceAccountKubeconfig(ctx, spoke, d, spokeKubeconfig)
+		user, err := shipped.ServiceAccountKubeconfig(ctx, spoke.Name, spoke.Config, d, spokeKubeconfig)
 		if err != nil {
 			return agents, err
 		}
-		binds, health, metrics, err := bindOverrides()
+		binds, health, metrics, err := shipped.LoopbackServers()
 		if err != nil {
 			return agents, err
 		}

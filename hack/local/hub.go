@@ -24,18 +24,18 @@ func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (
 	if err != nil {
 		return nil, err
 	}
-	if err := applyInstall(ctx, env.Hub, in, crds); err != nil {
+	if err := in.ApplyTo(ctx, env.Hub.Name, env.Hub.Config, crds); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := filepath.Abs(o.path("hub-controller.kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
-	user, err := writeServiceAccountKubeconfig(ctx, env.Hub, in.Deployment, kubeconfig)
+	user, err := shipped.ServiceAccountKubeconfig(ctx, env.Hub.Name, env.Hub.Config, in.Deployment, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	binds, health, metrics, err := bindOverrides()
+	binds, health, metrics, err := shipped.LoopbackServers()
 	if err != nil {
 		return nil, err
 	}
@@ -50,21 +50,6 @@ func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (
 		return nil, err
 	}
 	return startProcess(cmd, fmt.Sprintf("ferry-hub on %s as %s", env.Hub.Name, user), o.path("hub-controller.log"), health, metrics)
-}
-
-// bindOverrides moves a binary's health and metrics servers to free loopback ports, and returns
-// those overrides and the two addresses.
-func bindOverrides() (overrides []shipped.Override, health, metrics string, err error) {
-	if health, err = freeAddress(); err != nil {
-		return nil, "", "", err
-	}
-	if metrics, err = freeAddress(); err != nil {
-		return nil, "", "", err
-	}
-	return []shipped.Override{
-		shipped.Set("health-probe-bind-address", health),
-		shipped.Set("metrics-bind-address", metrics),
-	}, health, metrics, nil
 }
 
 // binaryPath is the binary of that name: for ferry-agent --agent-binary if given; otherwise the one

@@ -35,9 +35,17 @@ type hubLeaseRenewer struct {
 
 // run renews the Lease until ctx is done.
 func (r *hubLeaseRenewer) run(ctx context.Context) {
-	lastProblem := ""
+	lastProblem, unconfirmed := "", ""
 	for {
 		next, problem := r.renew(ctx)
+		// A hub API server that has just started refuses requests until its RBAC caches are filled:
+		// a problem is reported once it is seen twice in a row, a few seconds apart.
+		if problem != "" && problem != lastProblem && problem != unconfirmed {
+			unconfirmed, next = problem, min(next, 5*time.Second)
+			problem = lastProblem
+		} else if problem == "" || problem == lastProblem {
+			unconfirmed = ""
+		}
 		switch {
 		case ctx.Err() != nil:
 			return

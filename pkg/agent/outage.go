@@ -56,7 +56,16 @@ type endpointOutage struct {
 	since    time.Time
 	firstErr error
 	failures int // connection errors reported during this outage
+	// refusedSince: when the probe's credential started being refused without a pause (zero: it is
+	// not refused). Only the endpoint's follow goroutine reads and writes it.
+	refusedSince time.Time
 }
+
+// refusedGrace is how long a refused probe must go on before the endpoint counts as back. An API
+// server that has just started answers a ServiceAccount 403 until its RBAC caches are filled (a
+// second or two): that is still its outage. A server that keeps refusing the probe (a cluster that
+// forbids /readyz to the agent) is back, and says so after this.
+const refusedGrace = 10 * time.Second
 
 func newOutageTracker(ctx context.Context, log logr.Logger, endpoints ...apiEndpoint) *outageTracker {
 	t := &outageTracker{ctx: ctx, log: log, probeInterval: time.Second, now: time.Now}
@@ -178,14 +187,22 @@ func isStartingAnswer(err error) bool {
 	return apierrors.IsServiceUnavailable(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
 }
 
-// probe reports whether the endpoint is back: its readiness check passes, or it refuses the probe's
-// credential, which takes a server whose authentication and authorization work. Until then (no
-// connection, or /readyz failing with a 500 while it starts) it is not.
+// probe reports whether the endpoint is back: its readiness check passes, or it has refused the
+// probe's credential for refusedGrace, which takes a server whose authentication and authorization
+// work and are settled. Until then (no connection, /readyz failing with a 500 while it starts, or
+// refusals while its caches fill) it is not.
 func (t *outageTracker) probe(e *endpointOutage) bool {
 	ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 	defer cancel()
 	err := e.probe(ctx)
-	return err == nil || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+		e.refusedSince = time.Time{}
+		return err == nil
+	}
+	if e.refusedSince.IsZero() {
+		e.refusedSince = t.now()
+	}
+	return t.now().Sub(e.refusedSince) >= refusedGrace
 }
 
 // outageSink passes every log call to the sink it wraps, except errors the outage tracker absorbs. It

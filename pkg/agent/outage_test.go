@@ -159,3 +159,51 @@ func TestARefusedWatchLoggedVerboselyStartsAnOutage(t *testing.T) {
 		t.Errorf("log %q, want only the outage's line", got)
 	}
 }
+
+// An API server that comes back answers a ServiceAccount 403 until its RBAC caches are filled: its
+// outage goes on until the probe passes, or until the refusals have gone on for refusedGrace (a
+// cluster that forbids the agent /readyz). Requests refused meanwhile are part of the outage.
+func TestRefusalsWhileTheServerFillsItsCachesAreStillItsOutage(t *testing.T) {
+	lines := &logLines{}
+	var refusing, up atomic.Bool
+	probe := func(context.Context) error {
+		switch {
+		case up.Load():
+			return nil
+		case refusing.Load():
+			return apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(`clusterrole.rbac.authorization.k8s.io "system:public-info-viewer" not found`))
+		}
+		return &url.Error{Op: "Get", URL: "https://x/readyz", Err: syscall.ECONNREFUSED}
+	}
+	var clock atomic.Int64 // seconds past the start
+	start := time.Now()
+	tracker := newOutageTracker(t.Context(), lines.logger(), apiEndpoint{role: "spoke", host: "127.0.0.1:7443", probe: probe})
+	tracker.probeInterval = 10 * time.Millisecond
+	tracker.now = func() time.Time { return start.Add(time.Duration(clock.Load()) * time.Second) }
+	log := withOutageTracking(lines.logger(), tracker)
+
+	log.Error(refused("127.0.0.1:7443"), "apply manifest")
+	if got := lines.waitFor(t, 1); !strings.Contains(got[0], "spoke API server unreachable") {
+		t.Fatalf("log %q, want the outage", got)
+	}
+	refusing.Store(true)
+	log.Error(apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "a", errors.New("RBAC cache not synced")), "apply manifest")
+	// Many probes see the refusal while the clock stands: the outage goes on, nothing more is logged.
+	window := time.After(300 * time.Millisecond) // 30 probe intervals
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for watching := true; watching; {
+		select {
+		case <-window:
+			watching = false
+		case <-tick.C:
+		}
+		if got := lines.snapshot(); len(got) != 1 {
+			t.Fatalf("while the server refuses the probe for less than %s, the log has %q, want only the outage's line", refusedGrace, got)
+		}
+	}
+	clock.Store(int64(refusedGrace / time.Second))
+	if got := lines.waitFor(t, 2); !strings.Contains(got[1], "spoke API server reachable again") || !strings.Contains(got[1], `"failedRequests"=2`) {
+		t.Fatalf("after %s of refusals the log has %q, want the server reachable again after 2 failed requests", refusedGrace, got)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
 // killRound is one round of a kill test: a change written to the hub, and the process killed with
@@ -42,19 +43,14 @@ const roundTimeout = 2 * time.Minute
 // exactly its objects. The last rounds delete every work, and nothing is left behind.
 func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 	env := localcluster.StartForTest(t, localcluster.Options{
+		// The hub's token controller fills the token Secret of the agent's hub credential.
+		Hub: localcluster.ClusterSpec{ControllerManager: true},
 		// The agent deletes with Foreground propagation: the foregroundDeletion finalizer is removed by
 		// kube-controller-manager's garbage collector, even for an object with no dependents.
 		Spokes: []localcluster.ClusterSpec{{Name: "cluster1", ControllerManager: true}},
 	})
 	ctx := t.Context()
-	if err := env.RegisterSpokes(ctx); err != nil {
-		t.Fatal(err)
-	}
 	spoke := env.Spokes[0]
-	hubDir := filepath.Join(t.TempDir(), "hub-kubeconfig")
-	if err := env.WriteHubKubeconfigDir(ctx, spoke.Name, readClusterRole(t, "deploy/agent/hub-clusterrole.yaml"), hubDir); err != nil {
-		t.Fatal(err)
-	}
 	spokeKube := kubernetes.NewForConfigOrDie(fastClient(spoke.Config))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: killNamespace}}
 	if _, err := spokeKube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
@@ -69,13 +65,16 @@ func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 	const works, withTwoManifests = 200, 60
 	world.plan(works, withTwoManifests)
 
-	agent := startKillable(t, "ferry-agent", buildBinary(t, "./cmd/agent", "ferry-agent"),
-		"--hub-kubeconfig-dir="+hubDir, "--spoke-kubeconfig="+spoke.Kubeconfig,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		// Leader election on, as shipped; a killed agent leaves its Lease held, so short timings keep
-		// each restart from waiting out a 15s lease.
-		"--leader-election-namespace=kube-system", "--leader-election-lease-duration=4s",
-		"--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s")
+	bin := buildBinaries(t, "ferry-agent")
+	if t.Failed() {
+		t.FailNow()
+	}
+	agent := startShippedAgent(t, env, spoke, filepath.Join(bin, "ferry-agent"), filepath.Join(logDir(t), "ferry-agent.log"),
+		// Leader election stays on, as shipped, but a killed agent leaves its Lease held: the shipped
+		// 15s lease would make every restart wait that long before it applies anything.
+		shipped.Add("leader-election-lease-duration", "4s"),
+		shipped.Add("leader-election-renew-deadline", "3s"),
+		shipped.Add("leader-election-retry-period", "1s"))
 
 	rounds := []killRound{{what: fmt.Sprintf("create %d works", works), killWithin: 4 * time.Second,
 		change: func() func(context.Context) error { return world.createAll }}}
@@ -111,17 +110,18 @@ func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 // none of a cluster an AppConfig left; and once the AppConfigs are deleted, no ManifestWork at all.
 func TestHubSurvivesKill9AtRandomPoints(t *testing.T) {
 	env := localcluster.StartForTest(t, localcluster.Options{})
-	ctx := t.Context()
 	hubCfg := fastClient(env.Hub.Config)
 	clusters := []string{"cluster1", "cluster2"}
 	registerClusters(t, hubCfg, clusters)
-	hubKubeconfig := filepath.Join(t.TempDir(), "hub-controller.kubeconfig")
-	if err := env.WriteHubControllerKubeconfig(ctx, "system:ferry:hub-controller", readClusterRole(t, "deploy/hub/clusterrole.yaml"), hubKubeconfig); err != nil {
-		t.Fatal(err)
-	}
 	dyn := dynamic.NewForConfigOrDie(hubCfg)
-	hub := startKillable(t, "ferry-hub", buildBinary(t, "./cmd/hub", "ferry-hub"),
-		"--kubeconfig="+hubKubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	bin := buildBinaries(t, "ferry-hub")
+	if t.Failed() {
+		t.FailNow()
+	}
+	hub := startShippedHub(t, env.Hub, filepath.Join(bin, "ferry-hub"), filepath.Join(logDir(t), "ferry-hub.log"),
+		// deploy/hub elects a leader, and ferry-hub has no flag for the lease's 15s: every restart after
+		// a SIGKILL would wait out the lease its killed run still holds. One replica needs no election.
+		shipped.Set("leader-elect", "false"))
 	createKillComponent(t, dyn)
 
 	world := &hubWorld{apps: dyn.Resource(appConfigGVR), works: workclient.NewForConfigOrDie(hubCfg).WorkV1(), value: "v0"}
@@ -149,7 +149,7 @@ func TestHubSurvivesKill9AtRandomPoints(t *testing.T) {
 // runKillRounds runs the rounds one after another: the change, the kill at a random point and the
 // restart, then the wait until check finds nothing wrong. After the first round the UIDs of what is
 // there are recorded, to be kept for as long as the world wants the objects.
-func runKillRounds(t *testing.T, p *killableProcess, rounds []killRound,
+func runKillRounds(t *testing.T, p *ferryProcess, rounds []killRound,
 	check func(context.Context) (problems, violations []string, err error), recordUIDs func(context.Context) error) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(killSeed(t), 0))
@@ -181,7 +181,7 @@ func runKillRounds(t *testing.T, p *killableProcess, rounds []killRound,
 			name, delay.Round(time.Millisecond), len(outstanding), example, time.Since(restarted).Round(time.Millisecond), time.Since(roundStart).Round(time.Millisecond))
 	}
 	t.Logf("%s killed and restarted %d times, survived every round: nothing lost, duplicated, left over or wrongly deleted; %s in all",
-		p.name, len(rounds), time.Since(started).Round(time.Millisecond))
+		p.Name, len(rounds), time.Since(started).Round(time.Millisecond))
 }
 
 // fastClient is an admin client configuration without client-go's default limit of 5 requests a

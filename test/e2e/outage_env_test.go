@@ -3,81 +3,13 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
-
-// buildBinaries builds the named commands of cmd/ (ferry-hub from cmd/hub, ...) into a directory of
-// the test.
-func buildBinaries(t *testing.T, names ...string) string {
-	t.Helper()
-	bin := t.TempDir()
-	for _, name := range names {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name[len("ferry-"):])
-		build.Dir = repoRoot(t)
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Errorf("build %s: %v\n%s", name, err, out) // Errorf: it may run outside the test's goroutine
-		}
-	}
-	return bin
-}
-
-// startProcess runs a binary with its output in logPath until the test ends, then stops it with
-// SIGTERM as a supervisor would; it fails the test if the process exits before.
-func startProcess(t *testing.T, path, logPath string, args ...string) {
-	t.Helper()
-	logf, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
-	logf.Close()
-	if err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case err := <-exited:
-			t.Errorf("%s exited before the test ended: %v (log %s)", filepath.Base(path), err, logPath)
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Errorf("%s did not stop within 15s of SIGTERM", filepath.Base(path))
-		}
-	})
-}
-
-func readRole(t *testing.T, path string) *rbacv1.ClusterRole {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return role
-}
 
 const outageApp = "outage-app"
 

@@ -24,6 +24,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
 // outageDuration is how long each API server stays down: long enough for every client of the agent
@@ -36,7 +37,8 @@ const outageDuration = 30 * time.Second
 // restart and delivers what changes after it.
 //
 // Stopping API servers needs clusters of our own: this test always runs on local clusters, with the
-// real ferry-hub and ferry-agent binaries started the way ferry-local starts them.
+// real ferry-hub and ferry-agent binaries started the way ferry-local starts them: as deploy/ ships
+// them, each as its ServiceAccount, the agents with the hub credentials `ferry-hub clusters add` makes.
 func TestAPIServerOutages(t *testing.T) {
 	started := time.Now()
 	s := startOutageEnv(t)
@@ -132,39 +134,29 @@ type outageEnv struct {
 
 func startOutageEnv(t *testing.T) *outageEnv {
 	t.Helper()
-	root := repoRoot(t)
 	ctrllog.SetLogger(logr.Discard()) // envtest's own progress lines, not ours to read
 	// Build while the clusters start.
 	built := make(chan string, 1)
 	go func() { built <- buildBinaries(t, "ferry-hub", "ferry-agent") }()
-	env := localcluster.StartForTest(t, localcluster.Options{Spokes: []localcluster.ClusterSpec{{Name: "cluster1"}, {Name: "cluster2"}}})
+	env := localcluster.StartForTest(t, localcluster.Options{
+		// The hub's token controller fills the token Secrets of the agents' hub credentials.
+		Hub:    localcluster.ClusterSpec{ControllerManager: true},
+		Spokes: []localcluster.ClusterSpec{{Name: "cluster1"}, {Name: "cluster2"}},
+	})
 	bin := <-built
 	if t.Failed() {
 		t.FailNow()
 	}
-	ctx := t.Context()
-	if err := env.RegisterSpokes(ctx); err != nil {
-		t.Fatal(err)
-	}
 	s := &outageEnv{env: env, logDir: logDir(t), spokes: map[string]kubernetes.Interface{}}
 
-	// ferry-hub and the agents as ferry-local runs them (hack/local/hub.go, agents.go): the shipped
-	// roles, a hub-kubeconfig directory per spoke as `clusteradm join` writes it.
-	hubKubeconfig := filepath.Join(s.logDir, "hub-controller.kubeconfig")
-	if err := env.WriteHubControllerKubeconfig(ctx, "system:ferry:hub-controller", readRole(t, filepath.Join(root, "deploy/hub/clusterrole.yaml")), hubKubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	startProcess(t, filepath.Join(bin, "ferry-hub"), s.logPath("hub-controller"),
-		"--kubeconfig="+hubKubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	agentRole := readRole(t, filepath.Join(root, "deploy/agent/hub-clusterrole.yaml"))
+	// ferry-hub and the agents as ferry-local runs them, with what deploy/ ships.
+	startShippedHub(t, env.Hub, filepath.Join(bin, "ferry-hub"), s.logPath("hub-controller"),
+		// deploy/hub elects a leader, and ferry-hub, as every controller-runtime manager, exits when it
+		// cannot renew its Lease for 10s: a 30s outage of its own API server ends it, and in a pod the
+		// kubelet starts it again. This test is about living through the outage in one process.
+		shipped.Set("leader-elect", "false"))
 	for _, spoke := range env.Spokes {
-		dir := filepath.Join(s.logDir, spoke.Name, "hub-kubeconfig")
-		if err := env.WriteHubKubeconfigDir(ctx, spoke.Name, agentRole, dir); err != nil {
-			t.Fatal(err)
-		}
-		startProcess(t, filepath.Join(bin, "ferry-agent"), s.logPath("agent-"+spoke.Name),
-			"--hub-kubeconfig-dir="+dir, "--spoke-kubeconfig="+spoke.Kubeconfig,
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-election-namespace=kube-system")
+		startShippedAgent(t, env, spoke, filepath.Join(bin, "ferry-agent"), s.logPath("agent-"+spoke.Name))
 		kube, err := kubernetes.NewForConfig(spoke.Config)
 		if err != nil {
 			t.Fatal(err)
@@ -177,15 +169,6 @@ func startOutageEnv(t *testing.T) *outageEnv {
 	}
 	s.works = works
 	s.hub = connect(t, "hub", env.Hub.Kubeconfig)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, name := range []string{"hub-controller", "agent-cluster1", "agent-cluster2"} {
-				if data, err := os.ReadFile(s.logPath(name)); err == nil {
-					t.Logf("%s.log:\n%s", name, tail(string(data), 60))
-				}
-			}
-		}
-	})
 	return s
 }
 

@@ -1,4 +1,4 @@
-package main
+package shipped
 
 import (
 	"context"
@@ -13,35 +13,34 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
-// fieldManager names ferry-local in the managedFields of what it applies.
-const fieldManager = "ferry-local"
+// FieldManager names the local runs of deploy/ (ferry-local, the end-to-end tests) in the
+// managedFields of what ApplyTo applies.
+const FieldManager = "ferry-local"
 
-// applyInstall applies every object of in but its Deployment to the cluster with server-side apply,
-// in kustomize's order (namespaces first), as `kubectl apply -k` would. A CRD the cluster already
-// serves because internal/localcluster installed it from manifests/ (preinstalled) is left alone when
-// deploy/'s copy is identical, and an error when it is not: the local clusters would then serve
-// something other than what ships.
-func applyInstall(ctx context.Context, c *localcluster.Cluster, in *shipped.Install, preinstalled []*apiextensionsv1.CustomResourceDefinition) error {
-	dyn, err := dynamic.NewForConfig(c.Config)
+// ApplyTo applies every object of the install but its Deployment (Resources) to the cluster cfg
+// reaches, named cluster in errors, with server-side apply in kustomize's order (namespaces first),
+// as `kubectl apply -k` would. A CRD the cluster already serves because it was installed from
+// manifests/ (preinstalled) is left alone when deploy/'s copy is identical, and is an error when it
+// is not: the cluster would then serve something other than what ships.
+func (in *Install) ApplyTo(ctx context.Context, cluster string, cfg *rest.Config, preinstalled []*apiextensionsv1.CustomResourceDefinition) error {
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s on %s: %w", in.Dir, cluster, err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s on %s: %w", in.Dir, cluster, err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	for _, obj := range in.Resources() {
 		if obj.GroupVersionKind().GroupKind() == apiextensionsv1.Kind("CustomResourceDefinition") {
 			same, err := installedIdentically(obj, preinstalled)
 			if err != nil {
-				return fmt.Errorf("%s on %s: %w", in.Dir, c.Name, err)
+				return fmt.Errorf("%s on %s: %w", in.Dir, cluster, err)
 			}
 			if same {
 				continue
@@ -52,16 +51,16 @@ func applyInstall(ctx context.Context, c *localcluster.Cluster, in *shipped.Inst
 		if err != nil {
 			mapper.Reset() // a kind of a CRD applied a moment ago
 			if m, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-				return fmt.Errorf("%s on %s: %s %s: %w", in.Dir, c.Name, gvk.Kind, obj.GetName(), err)
+				return fmt.Errorf("%s on %s: %s %s: %w", in.Dir, cluster, gvk.Kind, obj.GetName(), err)
 			}
 		}
 		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
 		if m.Scope.Name() == meta.RESTScopeNameNamespace {
 			ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
 		}
-		// Force: the local clusters are ferry-local's own, and deploy/ is the truth for these objects.
-		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-			return fmt.Errorf("%s on %s: apply %s %s: %w", in.Dir, c.Name, gvk.Kind, namespacedName(obj), err)
+		// Force: the local clusters are the caller's own, and deploy/ is the truth for these objects.
+		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("%s on %s: apply %s %s: %w", in.Dir, cluster, gvk.Kind, namespacedName(obj), err)
 		}
 	}
 	return nil
@@ -78,7 +77,7 @@ func installedIdentically(obj *unstructured.Unstructured, preinstalled []*apiext
 			continue
 		}
 		if !equality.Semantic.DeepEqual(crd.Spec, rendered.Spec) {
-			return false, fmt.Errorf("CRD %s differs from the one internal/localcluster installs from manifests/; run make manifests", crd.Name)
+			return false, fmt.Errorf("CRD %s differs from the one installed from manifests/; run make manifests", crd.Name)
 		}
 		return true, nil
 	}
