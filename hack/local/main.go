@@ -1,6 +1,6 @@
 // Command ferry-local keeps a local hub and spokes running in the background for a person to use with
 // kubectl: `ferry-local up` starts them (or reports the running set), `ferry-local down` stops them.
-// Each cluster is a real etcd + kube-apiserver + kube-controller-manager built by `make control-plane`;
+// Each cluster is a real etcd + kube-apiserver + kube-controller-manager (a spoke also kube-scheduler and kwok nodes) built by `make control-plane`;
 // ferry-hub and ferry-agent run on them with the args, env and RBAC their Deployments in deploy/ have.
 package main
 
@@ -63,7 +63,7 @@ func newCommand() *cobra.Command {
 	}
 	for _, c := range []*cobra.Command{up, serve} {
 		c.Flags().StringSliceVar(&o.spokes, "spokes", []string{"cluster1", "cluster2"}, "names of the spoke clusters")
-		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver and kube-controller-manager (default: bin/control-plane/current)")
+		c.Flags().StringVar(&o.binaryDir, "binary-dir", "", "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default: bin/control-plane/current)")
 		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-hub on the hub and ferry-agent for every spoke")
 		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
 		c.Flags().StringVar(&o.deployDir, "deploy-dir", "deploy", "the kustomizations whose Deployments, args, env and RBAC ferry-hub (<dir>/hub) and ferry-agent (<dir>/agent/spoke) run with")

@@ -1,4 +1,4 @@
-// The test control plane of Ferry: etcd and kube-apiserver + kube-controller-manager at pinned versions,
+// The test control plane of Ferry: etcd and kube-apiserver + kube-controller-manager + kube-scheduler at pinned versions,
 // built by build-control-plane.sh (`make control-plane`); and controller-gen, built by
 // build-controller-gen.sh (`make manifests`). A module of its own so that Ferry's go.mod never carries
 // k8s.io/kubernetes. k8s.io/kubernetes needs every staging module replaced by its published version.
@@ -251,5 +251,6 @@ tool (
 	go.etcd.io/etcd/server/v3
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 	sigs.k8s.io/controller-tools/cmd/controller-gen
 )

@@ -8,11 +8,11 @@ import (
 )
 
 // BinaryDirEnv names the environment variable that points at the directory holding etcd,
-// kube-apiserver and kube-controller-manager. The Makefile sets it; without it the binaries are looked
-// for in bin/control-plane/current of the enclosing Ferry checkout.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok. The Makefile sets it; without it
+// the binaries are looked for in bin/control-plane/current of the enclosing Ferry checkout.
 const BinaryDirEnv = "FERRY_CONTROL_PLANE_DIR"
 
-var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager"}
+var controlPlaneBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
 // FindBinaryDir returns the directory holding the control-plane binaries, or an error saying how to
 // build them.

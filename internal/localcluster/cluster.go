@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,11 +30,14 @@ type Cluster struct {
 	Config *rest.Config
 	// Kubeconfig is the path of an admin kubeconfig whose context is named after the cluster.
 	Kubeconfig string
+	// Nodes names the simulated nodes, whose kubelets kwok plays, of a spoke that runs
+	// kube-controller-manager; the hub and other spokes have none.
+	Nodes []string
 	// Started and Ready bound the time the cluster took to come up.
 	Started, Ready time.Time
 
-	env *envtest.Environment
-	kcm *controllerManager
+	env                  *envtest.Environment
+	kcm, scheduler, kwok *component
 }
 
 // Processes lists the live processes of this cluster.
@@ -103,21 +107,40 @@ func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, dir s
 	}
 
 	if spec.ControllerManager {
-		c.kcm, err = startControllerManager(ctx, c, binDir)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("start %s kube-controller-manager: %w", c.Name, err), c.stop())
+		// The built-in controllers and a spoke's nodes come up side by side, each waiting for its own
+		// readiness. A node is schedulable only once kube-controller-manager's node lifecycle controller
+		// has lifted the not-ready taint the API server gives every new node, so a spoke without it
+		// gets no nodes, as a real cluster without it could use none. The first to fail ends the
+		// other's wait.
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() error {
+			var err error
+			if c.kcm, err = startControllerManager(gctx, c, binDir); err != nil {
+				return fmt.Errorf("start %s kube-controller-manager: %w", c.Name, err)
+			}
+			return nil
+		})
+		if !hub {
+			g.Go(func() error { return c.startNodes(gctx, binDir) })
+		}
+		if err := g.Wait(); err != nil {
+			return nil, errors.Join(err, c.stop())
 		}
 	}
 	c.Ready = time.Now()
 	return c, nil
 }
 
-// stop stops the cluster's processes, last started first.
+// stop stops the cluster's processes: the components beside the API server first (together), then
+// the API server and etcd.
 func (c *Cluster) stop() error {
-	var errs []error
-	if c.kcm != nil {
-		errs = append(errs, c.kcm.stop())
+	var g errgroup.Group
+	for _, p := range []*component{c.kcm, c.scheduler, c.kwok} {
+		if p != nil {
+			g.Go(p.stop)
+		}
 	}
+	errs := []error{g.Wait()}
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s control plane: %w", c.Name, err))

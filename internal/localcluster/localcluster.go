@@ -21,7 +21,9 @@ type ClusterSpec struct {
 	// ManifestWorks live in).
 	Name string
 	// ControllerManager runs kube-controller-manager against the cluster, for tests that depend on
-	// built-in controllers (garbage collection, namespace deletion, workload status).
+	// built-in controllers (garbage collection, namespace deletion, workload status). On a spoke it
+	// also runs kube-scheduler and kwok with simulated nodes, so that workloads' pods are scheduled and
+	// run and the workloads reach their real status.
 	ControllerManager bool
 	// CRDs are installed on the cluster besides the hub's or the spoke's own, before its controller
 	// manager starts: the garbage collector then handles their objects from the start, while it
@@ -36,7 +38,8 @@ type Options struct {
 	Hub ClusterSpec
 	// Spokes are the managed clusters.
 	Spokes []ClusterSpec
-	// BinaryDir holds etcd, kube-apiserver and kube-controller-manager. Default: FindBinaryDir().
+	// BinaryDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
+	// Default: FindBinaryDir().
 	BinaryDir string
 	// TempDir is where the environment's directory is created. Default: os.TempDir().
 	TempDir string

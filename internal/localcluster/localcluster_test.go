@@ -210,10 +210,26 @@ func TestHubAndTwoSpokes(t *testing.T) {
 		}
 	})
 
+	t.Run("workloads on the spoke with kube-controller-manager", func(t *testing.T) {
+		testWorkloads(t, env.Spoke("cluster1"))
+	})
+
+	t.Run("only a spoke with kube-controller-manager has nodes", func(t *testing.T) {
+		for _, c := range []*Cluster{env.Hub, env.Spoke("cluster2")} {
+			nodes, err := clientset(t, c).CoreV1().Nodes().List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nodes.Items) != 0 || len(c.Nodes) != 0 {
+				t.Errorf("%s has nodes %v (%d listed), want none", c.Name, c.Nodes, len(nodes.Items))
+			}
+		}
+	})
+
 	// Record the processes before stopping, so that the check after it cannot pass by finding nothing.
 	want := map[string][]string{
 		"hub":      {"etcd", "kube-apiserver"},
-		"cluster1": {"etcd", "kube-apiserver", "kube-controller-manager"},
+		"cluster1": {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"},
 		"cluster2": {"etcd", "kube-apiserver"},
 	}
 	var pids []int
@@ -319,8 +335,16 @@ func TestOwnerKilledLeavesNothingBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(procs) != 3 {
-		t.Fatalf("before the kill, want etcd, kube-apiserver and kube-controller-manager under %s, got %v", dir, procs)
+	var names []string
+	for _, p := range procs {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	// The hub's etcd and kube-apiserver, and the spoke's with its kube-controller-manager, kube-scheduler
+	// and kwok.
+	wantNames := []string{"etcd", "etcd", "kube-apiserver", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("before the kill, want %v under %s, got %v", wantNames, dir, procs)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -347,7 +371,7 @@ func TestOwnerKilledLeavesNothingBehind(t *testing.T) {
 
 // runChildOwner starts a cluster, reports its directory and waits to be killed.
 func runChildOwner(t *testing.T) {
-	env, err := Start(t.Context(), Options{Hub: ClusterSpec{ControllerManager: true}})
+	env, err := Start(t.Context(), Options{Spokes: []ClusterSpec{{Name: "spoke", ControllerManager: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func isZombie(pid int) bool {
 }
 
 // CPUTime is the processor time (user and system) the cluster's processes have used so far, by
-// process name ("etcd", "kube-apiserver", "kube-controller-manager").
+// process name ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok").
 func (c *Cluster) CPUTime() (map[string]time.Duration, error) {
 	procs, err := c.Processes()
 	if err != nil {

@@ -150,11 +150,9 @@ func TestStatusFeedbackReachesTheHub(t *testing.T) {
 			}}},
 		},
 	}
+	// The spoke's scheduler places the pods on its simulated nodes, kwok runs them, and its deployment
+	// controller counts them ready.
 	f.create(w)
-	// The spoke's deployment controller counts the pods; a stand-in kubelet makes them ready.
-	if err := testEnv(t).Spoke("spoke").RunPodsOnFakeNode(t.Context(), f.cluster); err != nil {
-		t.Fatal(err)
-	}
 	f.waitWork(w.Name, "feedback", func(w *workv1.ManifestWork) bool {
 		return feedbackValue(w, 1, "Replicas") == "2" && feedbackValue(w, 1, "ReadyReplicas") == "2" &&
 			feedbackValue(w, 1, "AvailableReplicas") == "2" && feedbackValue(w, 2, "k") == "1" &&
