@@ -15,9 +15,10 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: build
-build: ## build ferry-hub, ferry-agent and ferry-local into bin/
+build: ## build ferry-hub, ferry-agent, kubectl-ferry (the kubectl plugin: put it on your PATH) and ferry-local into bin/
 	$(GO) build -o bin/ferry-hub ./cmd/hub
 	$(GO) build -o bin/ferry-agent ./cmd/agent
+	$(GO) build -o bin/kubectl-ferry ./cmd/kubectl-ferry
 	$(GO) build -o bin/ferry-local ./hack/local
 
 .PHONY: images
@@ -25,7 +26,7 @@ images: ## build the ferry-hub and ferry-agent images without Docker into bin/im
 	$(GO) run ./hack/image --out bin/images
 
 .PHONY: control-plane
-control-plane: ## build etcd, kube-apiserver, kube-controller-manager into bin/control-plane (cached by pinned version)
+control-plane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/control-plane (cached by pinned version)
 	hack/tools/build-control-plane.sh
 
 .PHONY: manifests
@@ -71,6 +72,12 @@ local-down: ## stop the local hub + spokes
 	$(GO) build -o bin/ferry-local ./hack/local
 	bin/ferry-local down --state-dir $(LOCAL_DIR)
 
+# DEMO_WAIT_HEALTHY=1: make demo waits, with `kubectl ferry ... --until-healthy`, until every manifest is
+# healthy (its Deployments ready); 0: only until every object exists (Available), for spokes whose pods
+# cannot run.
+DEMO_WAIT_HEALTHY ?= 1
+KUBECTL_FERRY     := bin/kubectl-ferry --kubeconfig $(LOCAL_DIR)/hub.kubeconfig
+
 .PHONY: demo
 demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM application delivered to both spokes, their status
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
@@ -79,16 +86,25 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	done
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c wait manifestwork/hello --for=condition=Available --timeout=60s >/dev/null || exit 1; \
-	  echo; echo "# hub: the status ferry-agent reports for cluster $$c"; \
-	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c get manifestwork hello -o go-template-file=hack/local/work-status.tmpl || exit 1; \
+	  if [ "$(DEMO_WAIT_HEALTHY)" = 1 ]; then \
+	    $(KUBECTL_FERRY) status work hello -n $$c --until-healthy --timeout 2m >/dev/null || exit 1; \
+	  fi; \
+	  echo; echo "# hub: kubectl ferry status work hello -n $$c   (what ferry-agent reports for cluster $$c)"; \
+	  $(KUBECTL_FERRY) status work hello -n $$c || exit 1; \
 	  echo; echo "# $$c: kubectl -n hello get configmaps,deployments,services"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n hello get configmaps,deployments,services || exit 1; \
 	done
 	@echo; echo "# hub: kubectl apply -f examples/hello-app.yaml   (an OAM application placed on cluster1 and cluster2)"
 	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig apply -f examples/hello-app.yaml
-	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default wait appconfig/hello-app --for=jsonpath='{.status.summary.available}'=2/2 --timeout=60s >/dev/null
+	@if [ "$(DEMO_WAIT_HEALTHY)" = 1 ]; then \
+	  $(KUBECTL_FERRY) status appconfig hello-app -n default --watch --until-healthy --timeout 2m >/dev/null; \
+	else \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default wait appconfig/hello-app --for=jsonpath='{.status.summary.available}'=2/2 --timeout=60s >/dev/null; \
+	fi
 	@echo; echo "# hub: kubectl get components,applicationconfigurations"
 	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default get components,applicationconfigurations
+	@echo; echo "# hub: kubectl ferry status appconfig hello-app -n default"
+	@$(KUBECTL_FERRY) status appconfig hello-app -n default
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
 	  echo; echo "# $$c: kubectl -n default get deployments -L app.oam.dev/name,app.oam.dev/revision"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n default get deployments -L app.oam.dev/name,app.oam.dev/revision || exit 1; \

@@ -1,0 +1,49 @@
+// Command kubectl-ferry is the status view of Ferry for people, as a kubectl plugin (`kubectl ferry`):
+// per cluster and per manifest, what the agents report of an ApplicationConfiguration or a
+// ManifestWork, and the managed clusters themselves; as tables, or as JSON/YAML for scripts, once or
+// followed as it changes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newCommand().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kubectl-ferry:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	conn := newConnection()
+	cmd := &cobra.Command{
+		Use:   "kubectl-ferry",
+		Short: "See what Ferry delivered where: per cluster, per manifest, applied, available, healthy",
+		Long: "kubectl-ferry shows, from the hub, what the Ferry agents report: an ApplicationConfiguration on every cluster it\n" +
+			"is delivered to, one ManifestWork, or the managed clusters. Install it on your PATH and run it as `kubectl ferry`.",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Shown as kubectl shows its plugins.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl ferry"},
+	}
+	conn.addFlags(cmd.PersistentFlags())
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Per cluster and per manifest: strategy, Applied, Available, health, why not, and status feedback",
+		Args:  cobra.NoArgs,
+	}
+	status.AddCommand(newStatusAppConfigCommand(conn), newStatusWorkCommand(conn))
+	cmd.AddCommand(status, newClustersCommand(conn))
+	return cmd
+}

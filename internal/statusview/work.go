@@ -1,0 +1,184 @@
+package statusview
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// Reasons the view gives where the agent has said nothing.
+const (
+	// ReasonNotReported: the agent has not reported the manifest for the work's current generation.
+	ReasonNotReported = "NotReported"
+	// ReasonHealthNotReported: applied and present, but without Progressing and Degraded conditions,
+	// e.g. from an agent that does not compute health.
+	ReasonHealthNotReported = "HealthNotReported"
+	// ReasonEarlierRevision: a workload of an earlier revision, kept for a rollout and not counted.
+	ReasonEarlierRevision = "EarlierRevision"
+)
+
+// ForWork is the view of one ManifestWork: a row per manifest of its spec, with what its agent reported
+// about the work's current generation.
+func ForWork(mw *workv1.ManifestWork) Work {
+	return workView(mw, nil)
+}
+
+// workView builds a work's view; current, when not empty, names (kind/name) the objects counted in the
+// work's health — the others are an AppConfig's earlier revisions.
+func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
+	gen := mw.Generation
+	w := Work{
+		Cluster:   mw.Namespace,
+		Name:      mw.Name,
+		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, gen),
+		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, gen),
+		Manifests: []Manifest{},
+	}
+	reports := map[int32]*workv1.ManifestCondition{}
+	for i := range mw.Status.ResourceStatus.Manifests {
+		r := &mw.Status.ResourceStatus.Manifests[i]
+		reports[r.ResourceMeta.Ordinal] = r
+	}
+	var healths []v1alpha2.Health
+	fine := true
+	for i := range mw.Spec.Workload.Manifests {
+		m := manifestView(mw, int32(i), reports[int32(i)])
+		if len(current) > 0 && !current[m.Kind+"/"+m.Name] {
+			m.EarlierRevision = true
+			if m.Reason == "" {
+				m.Reason, m.Message = ReasonEarlierRevision, "an earlier revision kept for a rollout; not counted"
+			}
+		} else {
+			healths = append(healths, m.Health)
+			fine = fine && m.fine()
+		}
+		w.Manifests = append(w.Manifests, m)
+	}
+	w.Health = aggregateHealth(healths)
+	// A work with nothing to count has nothing to wait for only when it has no manifests at all.
+	w.Healthy = fine && (len(healths) > 0 || len(w.Manifests) == 0)
+	return w
+}
+
+// manifestView is the row of the manifest at ordinal: its identity from the spec, its strategy from the
+// work's manifestConfigs, its conditions and feedback from report (nil: none).
+func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.ManifestCondition) Manifest {
+	m := Manifest{Ordinal: ordinal}
+	id, decodeErr := identify(mw.Spec.Workload.Manifests[ordinal])
+	if decodeErr != nil && report != nil {
+		// The agent could tell what it is (or says why it could not): take its word.
+		id = report.ResourceMeta
+	}
+	m.Group, m.Version, m.Kind, m.Namespace, m.Name = id.Group, id.Version, id.Kind, id.Namespace, id.Name
+	resource := id.Resource
+	if report != nil && sameObject(report.ResourceMeta, id) && report.ResourceMeta.Resource != "" {
+		resource = report.ResourceMeta.Resource
+	}
+	m.Strategy = strategyOf(mw.Spec.ManifestConfigs, workv1.ResourceIdentifier{Group: id.Group, Resource: resource, Namespace: id.Namespace, Name: id.Name})
+
+	// A report about another object at this ordinal (the spec changed since) is no report of this one.
+	if report == nil || !sameObject(report.ResourceMeta, id) {
+		m.Applied, m.Available, m.Health = metav1.ConditionUnknown, metav1.ConditionUnknown, v1alpha2.HealthUnknown
+		m.Reason, m.Message = ReasonNotReported, fmt.Sprintf("the agent has not reported this manifest for generation %d of the work yet", mw.Generation)
+		if decodeErr != nil {
+			m.Message = decodeErr.Error()
+		}
+		return m
+	}
+	gen := mw.Generation
+	applied := manifestCondition(report.Conditions, workv1.ManifestApplied, gen)
+	available := manifestCondition(report.Conditions, workv1.ManifestAvailable, gen)
+	var unhealthy *metav1.Condition
+	m.Applied, m.Available = statusOf(applied), statusOf(available)
+	m.Health, unhealthy = manifestHealth(report.Conditions, gen)
+	for _, v := range report.StatusFeedbacks.Values {
+		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
+	}
+	switch {
+	case applied == nil:
+		m.Reason, m.Message = ReasonNotReported, fmt.Sprintf("no Applied condition for generation %d of the work yet", gen)
+	case applied.Status != metav1.ConditionTrue:
+		m.Reason, m.Message = applied.Reason, applied.Message
+	case unhealthy != nil:
+		m.Reason, m.Message = unhealthy.Reason, unhealthy.Message
+	case available != nil && available.Status != metav1.ConditionTrue:
+		m.Reason, m.Message = available.Reason, available.Message
+	case available == nil:
+		m.Reason, m.Message = ReasonNotReported, fmt.Sprintf("no Available condition for generation %d of the work yet", gen)
+	case m.Health == v1alpha2.HealthUnknown:
+		m.Reason, m.Message = ReasonHealthNotReported, "no Progressing and Degraded conditions for the work's current generation"
+	}
+	return m
+}
+
+// identify reads what a manifest is from its content; the resource name is guessed from the kind,
+// as the hub does when it cannot map a kind (the agent's report, when there is one, has the real one).
+func identify(manifest workv1.Manifest) (workv1.ManifestResourceMeta, error) {
+	raw := manifest.Raw
+	if raw == nil && manifest.Object != nil {
+		var err error
+		if raw, err = json.Marshal(manifest.Object); err != nil {
+			return workv1.ManifestResourceMeta{}, fmt.Errorf("encode manifest: %w", err)
+		}
+	}
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return workv1.ManifestResourceMeta{}, fmt.Errorf("decode manifest: %w", err)
+	}
+	gv, err := schema.ParseGroupVersion(obj.APIVersion)
+	if err != nil {
+		return workv1.ManifestResourceMeta{}, fmt.Errorf("decode manifest: %w", err)
+	}
+	gvk := gv.WithKind(obj.Kind)
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return workv1.ManifestResourceMeta{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural.Resource,
+		Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}, nil
+}
+
+func sameObject(a, b workv1.ManifestResourceMeta) bool {
+	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// strategyOf is the update strategy manifestConfigs give the object id names, as the agent matches
+// them: the first config of the same group, resource, namespace and name; Update when none matches or
+// it sets no strategy.
+func strategyOf(configs []workv1.ManifestConfigOption, id workv1.ResourceIdentifier) string {
+	for _, c := range configs {
+		if c.ResourceIdentifier != id {
+			continue
+		}
+		if c.UpdateStrategy != nil && c.UpdateStrategy.Type != "" {
+			return string(c.UpdateStrategy.Type)
+		}
+		break
+	}
+	return string(workv1.UpdateStrategyTypeUpdate)
+}
+
+func fieldValue(v workv1.FieldValue) string {
+	switch {
+	case v.Integer != nil:
+		return strconv.FormatInt(*v.Integer, 10)
+	case v.String != nil:
+		return *v.String
+	case v.Boolean != nil:
+		return strconv.FormatBool(*v.Boolean)
+	case v.JsonRaw != nil:
+		return *v.JsonRaw
+	}
+	return ""
+}
