@@ -2,11 +2,9 @@ package statusview
 
 import (
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
@@ -40,44 +38,6 @@ func statusOf(c *metav1.Condition) metav1.ConditionStatus {
 		return metav1.ConditionUnknown
 	}
 	return c.Status
-}
-
-// manifestHealth is what a manifest's Progressing and Degraded conditions about generation gen say, and
-// the condition that makes it unhealthy (nil when Healthy or not reported).
-func manifestHealth(conds []metav1.Condition, gen int64) (v1alpha2.Health, *metav1.Condition) {
-	current := func(typ string) *metav1.Condition {
-		c := meta.FindStatusCondition(conds, typ)
-		if c == nil || c.ObservedGeneration != gen {
-			return nil
-		}
-		return c
-	}
-	degraded, progressing := current(workv1.ManifestDegraded), current(workv1.ManifestProgressing)
-	switch {
-	case degraded != nil && degraded.Status == metav1.ConditionTrue:
-		return v1alpha2.Degraded, degraded
-	case progressing != nil && progressing.Status == metav1.ConditionTrue:
-		return v1alpha2.Progressing, progressing
-	case degraded != nil && progressing != nil && degraded.Status == metav1.ConditionFalse && progressing.Status == metav1.ConditionFalse:
-		return v1alpha2.Healthy, nil
-	}
-	return v1alpha2.HealthUnknown, nil
-}
-
-// aggregateHealth is the health of several objects: Degraded when any is, else Progressing when any is,
-// Healthy when all are (and there is one), else Unknown.
-func aggregateHealth(hs []v1alpha2.Health) v1alpha2.Health {
-	switch {
-	case len(hs) == 0:
-		return v1alpha2.HealthUnknown
-	case slices.Contains(hs, v1alpha2.Degraded):
-		return v1alpha2.Degraded
-	case slices.Contains(hs, v1alpha2.Progressing):
-		return v1alpha2.Progressing
-	case slices.Contains(hs, v1alpha2.HealthUnknown):
-		return v1alpha2.HealthUnknown
-	}
-	return v1alpha2.Healthy
 }
 
 // fine says whether a manifest is what a person or script waits for: applied, present and healthy.

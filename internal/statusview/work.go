@@ -61,7 +61,7 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 		}
 		w.Manifests = append(w.Manifests, m)
 	}
-	w.Health = aggregateHealth(healths)
+	w.Health = v1alpha2.AggregateHealth(healths)
 	// A work with nothing to count has nothing to wait for only when it has no manifests at all.
 	w.Healthy = fine && (len(healths) > 0 || len(w.Manifests) == 0)
 	return w
@@ -97,7 +97,7 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 	available := manifestCondition(report.Conditions, workv1.ManifestAvailable, gen)
 	var unhealthy *metav1.Condition
 	m.Applied, m.Available = statusOf(applied), statusOf(available)
-	m.Health, unhealthy = manifestHealth(report.Conditions, gen)
+	m.Health, unhealthy = v1alpha2.ManifestHealth(report.Conditions, gen)
 	for _, v := range report.StatusFeedbacks.Values {
 		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -425,12 +424,12 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.Cl
 		} else {
 			ms.APIVersion = m.ResourceMeta.Version
 		}
-		var why string
-		ms.Health, why = manifestHealth(m.Conditions, mw.Generation)
+		var why *metav1.Condition
+		ms.Health, why = v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
 		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
 			ms.Message = c.Message
-		} else {
-			ms.Message = why
+		} else if why != nil {
+			ms.Message = why.Message
 		}
 		for _, v := range m.StatusFeedbacks.Values {
 			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
@@ -443,7 +442,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.Cl
 			applied, available = append(applied, ms.Applied), append(available, ms.Available)
 		}
 	}
-	cs.Health = aggregateHealth(healths)
+	cs.Health = v1alpha2.AggregateHealth(healths)
 	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
 		// The work reports on this generation: judge by the current objects alone.
 		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
@@ -500,36 +499,4 @@ func fieldValue(v workv1.FieldValue) string {
 		return *v.JsonRaw
 	}
 	return ""
-}
-
-// manifestHealth is what a manifest's Progressing and Degraded conditions say, and the message of the
-// one that makes it unhealthy. Conditions about an older generation of the work count as not reported.
-func manifestHealth(conds []metav1.Condition, gen int64) (v1alpha2.Health, string) {
-	degraded, progressing := meta.FindStatusCondition(conds, workv1.ManifestDegraded), meta.FindStatusCondition(conds, workv1.ManifestProgressing)
-	current := func(c *metav1.Condition) bool { return c != nil && c.ObservedGeneration == gen }
-	switch {
-	case current(degraded) && degraded.Status == metav1.ConditionTrue:
-		return v1alpha2.Degraded, degraded.Message
-	case current(progressing) && progressing.Status == metav1.ConditionTrue:
-		return v1alpha2.Progressing, progressing.Message
-	case current(degraded) && current(progressing) && degraded.Status == metav1.ConditionFalse && progressing.Status == metav1.ConditionFalse:
-		return v1alpha2.Healthy, ""
-	}
-	return v1alpha2.HealthUnknown, ""
-}
-
-// aggregateHealth is a cluster's health: Degraded when any object is, else Progressing when any is,
-// Healthy when all are (and there is one), else Unknown.
-func aggregateHealth(hs []v1alpha2.Health) v1alpha2.Health {
-	switch {
-	case len(hs) == 0:
-		return v1alpha2.HealthUnknown
-	case slices.Contains(hs, v1alpha2.Degraded):
-		return v1alpha2.Degraded
-	case slices.Contains(hs, v1alpha2.Progressing):
-		return v1alpha2.Progressing
-	case slices.Contains(hs, v1alpha2.HealthUnknown):
-		return v1alpha2.HealthUnknown
-	}
-	return v1alpha2.Healthy
 }
