@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/agent/health"
@@ -88,4 +90,85 @@ func findWorkCondition(w *workv1.ManifestWork, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// Workloads on the spoke's kwok nodes reach their real health, as the agent reports it: a StatefulSet
+// and a DaemonSet become Healthy (Progressing and Degraded False), a Job that completes is Complete and
+// not Degraded, a Job whose pod fails is Degraded (and Complete: it will not run again), a custom
+// resource without status conditions is Current, and WellKnownConditions under a name of the user's
+// choosing follows the Job.
+func TestWorkloadsReachTheirRealHealth(t *testing.T) {
+	f := startAgent(t)
+	const crd = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.health.ferry.io}
+spec:
+  group: health.ferry.io
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	podSpec := `{containers: [{name: main, image: busybox}]}`
+	manifests := []string{
+		namespaceManifest,
+		`{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: db, namespace: "{{ns}}"}, spec: {replicas: 2, serviceName: db,
+		  selector: {matchLabels: {app: db}}, template: {metadata: {labels: {app: db}}, spec: ` + podSpec + `}}}`,
+		`{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: agent, namespace: "{{ns}}"}, spec: {
+		  selector: {matchLabels: {app: agent}}, template: {metadata: {labels: {app: agent}}, spec: ` + podSpec + `}}}`,
+		`{apiVersion: batch/v1, kind: Job, metadata: {name: once, namespace: "{{ns}}"}, spec: {backoffLimit: 0,
+		  template: {spec: {restartPolicy: Never, containers: [{name: main, image: busybox}]}}}}`,
+		// kwok fails a running pod that carries this label (internal/localcluster/kwok).
+		`{apiVersion: batch/v1, kind: Job, metadata: {name: fails, namespace: "{{ns}}"}, spec: {backoffLimit: 0,
+		  template: {metadata: {labels: {pod-container-running-failed.stage.kwok.x-k8s.io: "true"}},
+		  spec: {restartPolicy: Never, containers: [{name: main, image: busybox}]}}}}`,
+		crd,
+		`{apiVersion: health.ferry.io/v1, kind: Gadget, metadata: {name: g, namespace: "{{ns}}"}, spec: {size: 1}}`,
+	}
+	w := f.work("workloads-"+f.cluster, manifests...)
+	w.Spec.ManifestConfigs = []workv1.ManifestConfigOption{{
+		ResourceIdentifier: workv1.ResourceIdentifier{Group: "batch", Resource: "jobs", Namespace: f.cluster, Name: "once"},
+		ConditionRules:     []workv1.ConditionRule{{Condition: "Finished", Type: workv1.WellKnownConditionsType}},
+	}}
+	f.create(w)
+	want := []struct {
+		ordinal int32
+		what    string
+		conds   map[string]metav1.ConditionStatus
+	}{
+		{1, "StatefulSet healthy", map[string]metav1.ConditionStatus{workv1.ManifestProgressing: metav1.ConditionFalse, workv1.ManifestDegraded: metav1.ConditionFalse}},
+		{2, "DaemonSet healthy", map[string]metav1.ConditionStatus{workv1.ManifestProgressing: metav1.ConditionFalse, workv1.ManifestDegraded: metav1.ConditionFalse}},
+		{3, "Job complete", map[string]metav1.ConditionStatus{workv1.ManifestComplete: metav1.ConditionTrue, workv1.ManifestDegraded: metav1.ConditionFalse, "Finished": metav1.ConditionTrue}},
+		{4, "failed Job degraded", map[string]metav1.ConditionStatus{workv1.ManifestDegraded: metav1.ConditionTrue, workv1.ManifestComplete: metav1.ConditionTrue}},
+		{6, "custom resource current", map[string]metav1.ConditionStatus{workv1.ManifestProgressing: metav1.ConditionFalse, workv1.ManifestDegraded: metav1.ConditionFalse}},
+	}
+	// Pods start, run and finish on kwok's schedule: allow more than the fixture's 30s.
+	var got *workv1.ManifestWork
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = f.hub.WorkV1().ManifestWorks(f.cluster).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, m := range want {
+			for typ, status := range m.conds {
+				if c := manifestCondition(got, m.ordinal, typ); c == nil || c.Status != status {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		for _, m := range want {
+			for typ := range m.conds {
+				t.Logf("%s: manifest %d %s = %+v", m.what, m.ordinal, typ, manifestCondition(got, m.ordinal, typ))
+			}
+		}
+		t.Fatalf("workloads did not reach their real health within 2 minutes: %v", err)
+	}
 }

@@ -253,6 +253,11 @@ func TestUpdateResyncsAJobWithoutSelectorWithoutErrorOrWrites(t *testing.T) {
 	if job.Spec.Selector == nil {
 		t.Fatal("the API server did not default spec.selector")
 	}
+	// The spoke's nodes run the Job to completion, and its health changes on the way: the resyncs to
+	// measure are those of a settled Job.
+	f.waitWork(w.Name, "the Job complete", func(w *workv1.ManifestWork) bool {
+		return hasCondition(w, 1, workv1.ManifestComplete, metav1.ConditionTrue)
+	})
 
 	if hub, spoke := f.writesOfQuietResyncs(2); hub != 0 || spoke != 0 {
 		t.Errorf("resyncs of an applied Job wrote %d times to the hub and %d times to the spoke, want 0", hub, spoke)

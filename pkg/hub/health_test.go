@@ -13,8 +13,8 @@ import (
 
 // Health on the hub: each cluster's entry and each manifest says Healthy, Progressing or Degraded from
 // the agents' conditions, and the summary counts HEALTHY clusters. A Deployment whose pods no node can
-// take is Progressing with kstatus's message, then Degraded once its progress deadline passes; a
-// ConfigMap is Healthy.
+// take is Progressing with kstatus's message, then Degraded once its progress deadline passes, and
+// Healthy on both clusters once its selector is fixed; a ConfigMap is Healthy.
 func TestAppConfigShowsHealthPerClusterAndManifest(t *testing.T) {
 	f := setup(t)
 	f.startHub(hubOptions(hub.ApplyOnceOff))
@@ -64,4 +64,12 @@ func TestAppConfigShowsHealthPerClusterAndManifest(t *testing.T) {
 	if app.Status.Summary.Healthy != "0/2" || app.Status.Summary.Available != "2/2" {
 		t.Errorf("summary %+v: want HEALTHY 0/2 while AVAILABLE (exists) stays 2/2", app.Status.Summary)
 	}
+
+	// Fixing the selector heals it: the spokes' nodes run the pods, and both clusters turn Healthy.
+	f.updateComponent("stuck", func(c *v1alpha2.Component) {
+		c.Spec.Workload.Raw = []byte(strings.Replace(string(c.Spec.Workload.Raw), `"nodeSelector":{"ferry.io/test-no-such-node":"true"},`, "", 1))
+	})
+	f.waitApp("stuck", "HEALTHY 2/2 once the pods can run", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return a.Status.Summary != nil && a.Status.Summary.Healthy == "2/2"
+	})
 }
