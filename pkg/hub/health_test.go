@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -67,7 +68,16 @@ func TestAppConfigShowsHealthPerClusterAndManifest(t *testing.T) {
 
 	// Fixing the selector heals it: the spokes' nodes run the pods, and both clusters turn Healthy.
 	f.updateComponent("stuck", func(c *v1alpha2.Component) {
-		c.Spec.Workload.Raw = []byte(strings.Replace(string(c.Spec.Workload.Raw), `"nodeSelector":{"ferry.io/test-no-such-node":"true"},`, "", 1))
+		w := &unstructured.Unstructured{}
+		if err := w.UnmarshalJSON(c.Spec.Workload.Raw); err != nil {
+			t.Fatal(err)
+		}
+		unstructured.RemoveNestedField(w.Object, "spec", "template", "spec", "nodeSelector")
+		raw, err := w.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Workload.Raw = raw
 	})
 	f.waitApp("stuck", "HEALTHY 2/2 once the pods can run", func(a *v1alpha2.ApplicationConfiguration) bool {
 		return a.Status.Summary != nil && a.Status.Summary.Healthy == "2/2"
