@@ -29,7 +29,7 @@ func ForAppConfig(app *v1alpha2.ApplicationConfiguration, works []workv1.Manifes
 			a.ReadyMessage = ready.Message
 		}
 	}
-	current := currentObjects(app.Status.Workloads)
+	current := v1alpha2.CurrentObjects(app.Status.Workloads)
 	sorted := slices.Clone(works)
 	slices.SortFunc(sorted, func(x, y workv1.ManifestWork) int {
 		return cmp.Or(cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
@@ -39,16 +39,4 @@ func ForAppConfig(app *v1alpha2.ApplicationConfiguration, works []workv1.Manifes
 	}
 	a.Healthy = len(a.Problems()) == 0
 	return a
-}
-
-// currentObjects are the kind/name of the workloads and traits the AppConfig renders now.
-func currentObjects(workloads []v1alpha2.WorkloadStatus) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range workloads {
-		out[w.Reference.Kind+"/"+w.Reference.Name] = true
-		for _, t := range w.Traits {
-			out[t.Reference.Kind+"/"+t.Reference.Name] = true
-		}
-	}
-	return out
 }

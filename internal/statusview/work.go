@@ -3,7 +3,6 @@ package statusview
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,7 +98,7 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 	m.Applied, m.Available = statusOf(applied), statusOf(available)
 	m.Health, unhealthy = v1alpha2.ManifestHealth(report.Conditions, gen)
 	for _, v := range report.StatusFeedbacks.Values {
-		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
+		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValueOf(v))
 	}
 	switch {
 	case applied == nil:
@@ -167,18 +166,4 @@ func strategyOf(configs []workv1.ManifestConfigOption, id workv1.ResourceIdentif
 		break
 	}
 	return string(workv1.UpdateStrategyTypeUpdate)
-}
-
-func fieldValue(v workv1.FieldValue) string {
-	switch {
-	case v.Integer != nil:
-		return strconv.FormatInt(*v.Integer, 10)
-	case v.String != nil:
-		return *v.String
-	case v.Boolean != nil:
-		return strconv.FormatBool(*v.Boolean)
-	case v.JsonRaw != nil:
-		return *v.JsonRaw
-	}
-	return ""
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -364,7 +363,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 	status.Clusters = nil
 	applied, available, healthy := 0, 0, 0
 	for _, cluster := range sortedKeys(works) {
-		cs := clusterStatus(works[cluster], currentObjects(status.Workloads))
+		cs := clusterStatus(works[cluster], v1alpha2.CurrentObjects(status.Workloads))
 		if cs.Applied == metav1.ConditionTrue {
 			applied++
 		}
@@ -389,18 +388,6 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 
 func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {
 	return v1alpha2.TypedReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}
-}
-
-// currentObjects are the kind/name of the workloads and traits the AppConfig renders now.
-func currentObjects(workloads []v1alpha2.WorkloadStatus) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range workloads {
-		out[w.Reference.Kind+"/"+w.Reference.Name] = true
-		for _, t := range w.Traits {
-			out[t.Reference.Kind+"/"+t.Reference.Name] = true
-		}
-	}
-	return out
 }
 
 // clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster. The cluster's
@@ -432,7 +419,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.Cl
 			ms.Message = why.Message
 		}
 		for _, v := range m.StatusFeedbacks.Values {
-			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValue{Name: v.Name, Value: fieldValue(v.Value)})
+			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
 		}
 		cs.Manifests = append(cs.Manifests, ms)
 		if len(current) == 0 || current[ms.Kind+"/"+ms.Name] {
@@ -485,18 +472,4 @@ func manifestConditionStatus(conds []metav1.Condition, typ string, gen int64) me
 		return metav1.ConditionUnknown
 	}
 	return c.Status
-}
-
-func fieldValue(v workv1.FieldValue) string {
-	switch {
-	case v.Integer != nil:
-		return strconv.FormatInt(*v.Integer, 10)
-	case v.String != nil:
-		return *v.String
-	case v.Boolean != nil:
-		return strconv.FormatBool(*v.Boolean)
-	case v.JsonRaw != nil:
-		return *v.JsonRaw
-	}
-	return ""
 }
