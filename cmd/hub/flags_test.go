@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ferry-mc/ferry/internal/flagdoc"
@@ -17,5 +18,32 @@ func TestREADMEListsEveryFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 		flagdoc.CheckREADME(t, "../../README.md", "ferry-hub clusters "+sub, flagdoc.Table(c.Flags()))
+	}
+}
+
+// Shard flags outside what they can mean stop ferry-hub before it connects anywhere, with an error
+// naming the flag; a valid split passes on to the next check.
+func TestShardFlagsAreValidated(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string // the flag the error must name
+	}{
+		{[]string{"--shard-count=0"}, "--shard-count 0"},
+		{[]string{"--shard-count=-2"}, "--shard-count -2"},
+		{[]string{"--shard-index=2", "--shard-count=2"}, "--shard-index 2"},
+		{[]string{"--shard-index=-1", "--shard-count=3"}, "--shard-index -1"},
+		{[]string{"--shard-index=1"}, "--shard-index 1"}, // one shard only has index 0
+		// A valid split is accepted: the error comes from the next flag checked.
+		{[]string{"--shard-index=1", "--shard-count=2", "--workers=0"}, "--workers 0"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			cmd := newCommand()
+			cmd.SetArgs(c.args)
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ferry-hub %s: error %v, want one naming %q", strings.Join(c.args, " "), err, c.want)
+			}
+		})
 	}
 }

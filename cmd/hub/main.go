@@ -81,6 +81,8 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader among several ferry-hub replicas.")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
+	f.IntVar(&o.Shard.Index, "shard-index", 0, "Which shard this process is, from 0: it writes only the AppConfigs, Components and ManagedClusters whose key hashes to it (see docs/scaling.md).")
+	f.IntVar(&o.Shard.Count, "shard-count", 1, "How many shards split the hub's work, each a ferry-hub Deployment of its own; 1 is one hub for everything. Replicas of one shard elect a leader among themselves (Lease ferry-hub-shard-<index>-of-<count>).")
 	logFlags := goflag.NewFlagSet("log", goflag.ContinueOnError)
 	logConfig.AddFlags(logFlags) // -v and -vmodule, as every Kubernetes component
 	f.AddGoFlagSet(logFlags)

@@ -63,6 +63,8 @@ type AppConfigReconciler struct {
 	APIReader client.Reader
 	// Recorder records events on AppConfigs. Defaults to the manager's.
 	Recorder events.EventRecorder
+	// Shard is which AppConfigs this hub delivers; the zero value is all of them.
+	Shard Shard
 
 	// Patch-trait kinds are known only once an AppConfig uses them: each gets a watch then.
 	controller controller.Controller
@@ -145,6 +147,10 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.Shard.ownsObject(req.NamespacedName) {
+		// Another shard delivers it: this one never writes its works, finalizer or status.
+		return ctrl.Result{}, nil
+	}
 	app := &v1alpha2.ApplicationConfiguration{}
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -245,10 +251,12 @@ func appConfigOfLabels(o client.Object) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, ns != "" && name != ""
 }
 
-// works returns the AppConfig's ManifestWorks by cluster.
+// works returns the AppConfig's ManifestWorks by cluster: the cache's own objects, not copies (an
+// AppConfig on ten thousand clusters would copy ten thousand works on every reconcile), so they are
+// read only; sync copies one before changing it.
 func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
 	list := &workv1.ManifestWorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{workIndex: app.Namespace + "/" + app.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{workIndex: app.Namespace + "/" + app.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list ManifestWorks: %w", err)
 	}
 	out := map[string]*workv1.ManifestWork{}
@@ -337,6 +345,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 	status := app.Status.DeepCopy()
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation
+	ready.Message = capConditionMessage(ready.Message)
 	if old := meta.FindStatusCondition(status.Conditions, ConditionReady); old == nil || old.Status != ready.Status || old.Reason != ready.Reason {
 		// One event per change of state, not per reconcile: an AppConfig that stays broken costs
 		// no writes.
@@ -360,24 +369,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 			status.Workloads = append(status.Workloads, ws)
 		}
 	}
-	status.Clusters = nil
-	applied, available, healthy := 0, 0, 0
-	for _, cluster := range sortedKeys(works) {
-		cs := clusterStatus(works[cluster], v1alpha2.CurrentObjects(status.Workloads))
-		if cs.Applied == metav1.ConditionTrue {
-			applied++
-		}
-		if cs.Available == metav1.ConditionTrue {
-			available++
-		}
-		if cs.Health == v1alpha2.Healthy {
-			healthy++
-		}
-		status.Clusters = append(status.Clusters, cs)
-	}
-	n := len(status.Clusters)
-	status.Summary = &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
-		Healthy: fmt.Sprintf("%d/%d", healthy, n)}
+	status.Summary, status.Clusters, status.OmittedClusters = summarize(works, v1alpha2.CurrentObjects(status.Workloads))
 	if equality.Semantic.DeepEqual(status, &app.Status) {
 		return nil
 	}
@@ -388,88 +380,4 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 
 func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {
 	return v1alpha2.TypedReference{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Name: o.GetName()}
-}
-
-// clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster. The cluster's
-// Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
-// revision's workload kept for a rollout may be scaled away and deleted without the application
-// being any less available.
-func clusterStatus(mw *workv1.ManifestWork, current map[string]bool) v1alpha2.ClusterStatus {
-	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
-		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
-		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
-	var applied, available []metav1.ConditionStatus
-	var healths []v1alpha2.Health
-	for _, m := range mw.Status.ResourceStatus.Manifests {
-		ms := v1alpha2.ManifestStatus{
-			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
-			Applied:   manifestConditionStatus(m.Conditions, workv1.ManifestApplied, mw.Generation),
-			Available: manifestConditionStatus(m.Conditions, workv1.ManifestAvailable, mw.Generation),
-		}
-		if m.ResourceMeta.Group != "" {
-			ms.APIVersion = m.ResourceMeta.Group + "/" + m.ResourceMeta.Version
-		} else {
-			ms.APIVersion = m.ResourceMeta.Version
-		}
-		var why *metav1.Condition
-		ms.Health, why = v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
-		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
-			ms.Message = c.Message
-		} else if why != nil {
-			ms.Message = why.Message
-		}
-		for _, v := range m.StatusFeedbacks.Values {
-			ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
-		}
-		cs.Manifests = append(cs.Manifests, ms)
-		if len(current) == 0 || current[ms.Kind+"/"+ms.Name] {
-			healths = append(healths, ms.Health)
-		}
-		if current[ms.Kind+"/"+ms.Name] {
-			applied, available = append(applied, ms.Applied), append(available, ms.Available)
-		}
-	}
-	cs.Health = v1alpha2.AggregateHealth(healths)
-	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
-		// The work reports on this generation: judge by the current objects alone.
-		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
-	}
-	return cs
-}
-
-// aggregate is True when all want statuses are reported True, False when any is False, else Unknown.
-func aggregate(statuses []metav1.ConditionStatus, want int) metav1.ConditionStatus {
-	trues := 0
-	for _, s := range statuses {
-		switch s {
-		case metav1.ConditionFalse:
-			return metav1.ConditionFalse
-		case metav1.ConditionTrue:
-			trues++
-		}
-	}
-	if trues >= want {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionUnknown
-}
-
-// conditionStatus is the status of condition typ, Unknown when missing or (gen >= 0) about an older
-// generation.
-func conditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || (gen >= 0 && c.ObservedGeneration != gen) {
-		return metav1.ConditionUnknown
-	}
-	return c.Status
-}
-
-// manifestConditionStatus is conditionStatus for a manifest's condition, which agents that do not
-// record the generation (observedGeneration 0) report too.
-func manifestConditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || (c.ObservedGeneration != 0 && c.ObservedGeneration != gen) {
-		return metav1.ConditionUnknown
-	}
-	return c.Status
 }

@@ -3,7 +3,6 @@ package hub_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
@@ -72,7 +72,7 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 		}
 		f.waitShopOn(c, "nginx:2")
 	}
-	app := f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	app := f.waitDelivered("shop", clusters...)
 	if len(app.Status.Workloads) != 1 || app.Status.Workloads[0].ComponentRevisionName != "web-v1" {
 		t.Errorf("workloads = %+v, want web at web-v1", app.Status.Workloads)
 	}
@@ -82,7 +82,7 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 	f.labelCluster("cluster2", key, "dev")
 	f.waitWorkGone("cluster2", "shop")
 	f.waitShopGone("cluster2")
-	f.waitApp("shop", "delivered to cluster1 only", deliveredTo("cluster1"))
+	f.waitDelivered("shop", "cluster1")
 	if uid, _ := f.waitShopOn("cluster1", "nginx:2"); uid != uid1 {
 		t.Errorf("the Deployment on cluster1 was re-created when cluster2 left")
 	}
@@ -93,7 +93,7 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 	f.waitShopOn("cluster2", "nginx:2")
 	f.waitWorkGone("cluster1", "shop")
 	f.waitShopGone("cluster1")
-	f.waitApp("shop", "delivered to cluster2 only", deliveredTo("cluster2"))
+	f.waitDelivered("shop", "cluster2")
 
 	// Deleting the AppConfig deletes its ManifestWorks, then the AppConfig goes; the agents remove
 	// the objects.
@@ -101,33 +101,37 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 	f.waitShopGone("cluster2")
 }
 
-// Seed 000's status side and the user's view: per cluster, each workload and trait shows Applied and
-// Available, within seconds of the agents reporting on their ManifestWorks.
-func TestAppConfigStatusShowsEachManifestSoonAfterTheAgentsReport(t *testing.T) {
+// Seed 000's status side: the AppConfig counts both clusters applied and available within seconds of
+// the agents reporting on their ManifestWorks, and lists a cluster only while it is not fine.
+func TestAppConfigStatusFollowsTheAgentsReportsWithinSeconds(t *testing.T) {
 	f := setup(t)
 	f.startHub(hubOptions(hub.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
 
-	// Poll the works and the AppConfig together: when did each work show Applied, and when did the
-	// AppConfig show it?
-	workSeen, appSeen, transition := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	// Poll the works and the AppConfig together: when did the last work show Applied and Available,
+	// and when did the AppConfig count both clusters so?
+	var worksSeen, appSeen, transition time.Time
 	var last *v1alpha2.ApplicationConfiguration
+	var lastWorks []workv1.ManifestWork
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, c := range clusters {
-			if _, ok := workSeen[c]; ok {
-				continue
-			}
-			if mw, err := f.work(ctx, c, "shop"); err == nil && workApplied(mw) {
-				workSeen[c] = time.Now()
-				for _, typ := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-					if lt := findCondition(mw.Status.Conditions, typ).LastTransitionTime.Time; lt.After(transition[c]) {
-						transition[c] = lt
+		if worksSeen.IsZero() {
+			applied := 0
+			for _, c := range clusters {
+				if mw, err := f.work(ctx, c, "shop"); err == nil && workApplied(mw) {
+					applied++
+					for _, typ := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
+						if lt := findCondition(mw.Status.Conditions, typ).LastTransitionTime.Time; lt.After(transition) {
+							transition = lt
+						}
 					}
 				}
+			}
+			if applied == len(clusters) {
+				worksSeen = time.Now()
 			}
 		}
 		app, err := f.app(ctx, "shop")
@@ -135,44 +139,51 @@ func TestAppConfigStatusShowsEachManifestSoonAfterTheAgentsReport(t *testing.T) 
 			return false, nil
 		}
 		last = app
-		for _, c := range clusters {
-			if _, ok := appSeen[c]; !ok && showsShop(app, f.ns, c) {
-				appSeen[c] = time.Now()
-			}
+		if s := app.Status.Summary; appSeen.IsZero() && isReady(app) && s != nil && s.Applied == "2/2" && s.Available == "2/2" {
+			appSeen = time.Now()
 		}
-		return len(workSeen) == len(clusters) && len(appSeen) == len(clusters), nil
+		return !worksSeen.IsZero() && !appSeen.IsZero(), nil
 	})
 	if err != nil {
-		t.Fatalf("works applied at %v, AppConfig showing them at %v: %v; AppConfig status: %+v", workSeen, appSeen, err, last.Status)
+		t.Fatalf("works applied at %v, AppConfig counting them at %v: %v; AppConfig status: %+v", worksSeen, appSeen, err, last.Status)
 	}
 	const bound = 5 * time.Second
-	for _, c := range clusters {
-		delay := max(0, appSeen[c].Sub(workSeen[c]))
-		// lastTransitionTime is truncated to the second: this overestimates the delay by up to 1s.
-		sinceTransition := appSeen[c].Sub(transition[c])
-		t.Logf("%s: the AppConfig showed the agent's report %v after the work did, at most %v after the agent reported it (lastTransitionTime)", c, delay, sinceTransition)
-		if delay > bound || sinceTransition > bound {
-			t.Errorf("%s: the AppConfig showed the agent's report %v after the work did, %v after the work's lastTransitionTime; want below %v", c, delay, sinceTransition, bound)
-		}
+	delay := max(0, appSeen.Sub(worksSeen))
+	// lastTransitionTime is truncated to the second: this overestimates the delay by up to 1s.
+	sinceTransition := appSeen.Sub(transition)
+	t.Logf("the AppConfig counted the agents' reports %v after the works showed them, at most %v after the agents reported them (lastTransitionTime)", delay, sinceTransition)
+	if delay > bound || sinceTransition > bound {
+		t.Errorf("the AppConfig counted the agents' reports %v after the works showed them, %v after their lastTransitionTime; want below %v", delay, sinceTransition, bound)
 	}
-	if !deliveredTo(clusters...)(last) {
-		t.Errorf("AppConfig status = %+v, want Ready and 2/2 applied and available", last.Status)
+	// Once the Deployments are ready the clusters are fine, and the status lists neither.
+	f.waitDelivered("shop", clusters...)
+	f.eventually("no cluster listed once both are healthy", func(ctx context.Context) (bool, error) {
+		app, err := f.app(ctx, "shop")
+		if err != nil {
+			return false, err
+		}
+		lastWorks, err = f.works(ctx, "shop")
+		return err == nil && app.Status.Summary.Healthy == "2/2" && len(app.Status.Clusters) == 0 && app.Status.OmittedClusters == 0, err
+	})
+	for _, w := range statusview.ForAppConfig(last, lastWorks).Clusters {
+		if !showsShop(w, f.ns) {
+			t.Errorf("%s: kubectl ferry shows %+v, want the Deployment web and the trait web-scalertrait applied and available", w.Cluster, w.Manifests)
+		}
 	}
 }
 
-// showsShop reports whether the AppConfig's status shows, for the cluster, the Deployment web and the
-// ScalerTrait web-scalertrait Applied and Available, and the cluster as a whole so.
-func showsShop(app *v1alpha2.ApplicationConfiguration, ns, cluster string) bool {
-	cs := clusterStatus(app, cluster)
-	if cs == nil || cs.Applied != metav1.ConditionTrue || cs.Available != metav1.ConditionTrue || cs.ManifestWork != ns+".shop" || len(cs.Manifests) != 2 {
+// showsShop reports whether a cluster's work, as `kubectl ferry` shows it, has the Deployment web and
+// the ScalerTrait web-scalertrait Applied and Available.
+func showsShop(w statusview.Work, ns string) bool {
+	if w.Applied != metav1.ConditionTrue || w.Available != metav1.ConditionTrue || w.Name != ns+".shop" || len(w.Manifests) != 2 {
 		return false
 	}
-	for _, want := range []v1alpha2.ManifestStatus{
-		{Ordinal: 0, APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Namespace: ns},
-		{Ordinal: 1, APIVersion: scalerTraitGVK.GroupVersion().String(), Kind: scalerTraitGVK.Kind, Name: "web-scalertrait", Namespace: ns},
+	for i, want := range []statusview.Manifest{
+		{Group: "apps", Version: "v1", Kind: "Deployment", Name: "web", Namespace: ns},
+		{Group: scalerTraitGVK.Group, Version: scalerTraitGVK.Version, Kind: scalerTraitGVK.Kind, Name: "web-scalertrait", Namespace: ns},
 	} {
-		m := manifestStatus(app, cluster, want.Kind, want.Name)
-		if m == nil || m.Ordinal != want.Ordinal || m.APIVersion != want.APIVersion || m.Namespace != want.Namespace ||
+		m := w.Manifests[i]
+		if m.Group != want.Group || m.Version != want.Version || m.Kind != want.Kind || m.Name != want.Name || m.Namespace != want.Namespace ||
 			m.Applied != metav1.ConditionTrue || m.Available != metav1.ConditionTrue {
 			return false
 		}
@@ -238,7 +249,7 @@ func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
-	f.waitApp("shop", "delivered", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 	type delivered struct {
 		workGen        int64
 		deployment, tr types.UID
@@ -258,8 +269,8 @@ func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
 			app.Spec.Components = []v1alpha2.ApplicationConfigurationComponent{bad.entry}
 		})
 		app := f.waitApp("shop", bad.name+": Ready=False, reason "+bad.reason, notReadyBecause(bad.reason))
-		if !slices.Equal(statusClusters(app), clusters) {
-			t.Errorf("%s: status names clusters %v, want the ones still delivered to, %v", bad.name, statusClusters(app), clusters)
+		if s := app.Status.Summary; s == nil || s.Clusters != int32(len(clusters)) || s.Applied != "2/2" {
+			t.Errorf("%s: summary %+v, want the clusters still delivered to counted, 2/2 applied", bad.name, s)
 		}
 		f.consistently(bad.name+": ManifestWorks and spoke objects untouched", time.Second, func(ctx context.Context) (bool, error) {
 			for _, c := range clusters {
@@ -286,7 +297,7 @@ func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
 		entry.ParameterValues = []v1alpha2.ComponentParameterValue{param("image", `"nginx:3"`)}
 		app.Spec.Components = []v1alpha2.ApplicationConfigurationComponent{entry}
 	})
-	f.waitApp("shop", "delivered again", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 	for _, c := range clusters {
 		if d, _ := f.waitShopOn(c, "nginx:3"); d != before[c].deployment {
 			t.Errorf("the Deployment on %s was re-created, not updated", c)

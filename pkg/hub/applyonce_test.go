@@ -26,7 +26,7 @@ func (f *fixture) deliverShop() (deployments, traits map[string]types.UID) {
 	f.t.Helper()
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
-	f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 	deployments, traits = map[string]types.UID{}, map[string]types.UID{}
 	for _, c := range clusters {
 		deployments[c], traits[c] = f.waitShopOn(c, "nginx:2")
@@ -129,7 +129,7 @@ func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) 
 	f.deleteOnSpoke("cluster1", scalerTrait("web-scalertrait"))
 	f.waitSpokeObject("cluster1", scalerTraitGVK, "web-scalertrait", "re-created",
 		func(u *unstructured.Unstructured) bool { return u.GetUID() != traits["cluster1"] })
-	f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 	f.consistently("the image changed on cluster1 stays, cluster2 keeps the hub's", 3*time.Second, func(ctx context.Context) (bool, error) {
 		d1, err := f.deployment(ctx, "cluster1", "web")
 		if err != nil || image(d1) != "nginx:edited" || d1.UID != deployments["cluster1"] {
@@ -150,7 +150,7 @@ func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) 
 			t.Errorf("%s: the Deployment was re-created, not updated", c)
 		}
 	}
-	f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 }
 
 // Seed 000, "force", through the whole chain: a workload deleted on the spoke is not re-created, however
@@ -197,7 +197,7 @@ func TestApplyOnceOnlyForceLeavesDeletedObjectsDeletedUntilTheAppConfigChanges(t
 			return u.GetAnnotations()[hub.AnnotationAppGen] == strconv.FormatInt(gen, 10) && (c != "cluster1" || u.GetUID() != traits[c])
 		})
 	}
-	f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 }
 
 // skippedAt reports whether the work's status says, at its generation, that the manifest of that

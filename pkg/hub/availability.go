@@ -30,6 +30,8 @@ type ClusterAvailabilityReconciler struct {
 	Client client.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Shard is which ManagedClusters this hub keeps the conditions of; the zero value is all of them.
+	Shard Shard
 }
 
 // SetupWithManager registers the reconciler: a ManagedCluster is looked at when it or its Lease
@@ -54,6 +56,9 @@ func (r *ClusterAvailabilityReconciler) SetupWithManager(mgr ctrl.Manager) error
 // Reconcile writes the cluster's conditions when they differ from what its Lease says, and asks to be
 // called again when the Lease would go stale.
 func (r *ClusterAvailabilityReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !r.Shard.ownsObject(req.NamespacedName) {
+		return reconcile.Result{}, nil // another shard writes its conditions
+	}
 	mc := &clusterv1.ManagedCluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -282,7 +282,11 @@ func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ct
 		done := 0
 		for i := range list.Items {
 			app := &list.Items[i]
-			if deliveredTo(clusters...)(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
+			works, err := f.works(ctx, app.Name)
+			if err != nil {
+				return false, err
+			}
+			if deliveredTo(app, works, clusters...) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
 				done++
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,15 +72,30 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(changed[reason], maxEventNote/2))
 		}
 	}()
-	wanted := map[string]bool{}
+	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
+	base, err := BuildManifestWork(app, "", rendered, r.ApplyOnceOnly, r.Mapper)
+	if err != nil {
+		return out, err
+	}
+	if err := setSpecHash(base); err != nil {
+		return out, err
+	}
+	keepsEarlier := slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled })
+	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
-		mw, err := BuildManifestWork(app, cluster, rendered, r.ApplyOnceOnly, r.Mapper)
-		if err != nil {
-			return out, err
+		if have := works[cluster]; have != nil && !keepsEarlier && upToDate(have, base) {
+			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
+		mw := base.DeepCopy() // the client decodes its answer into what it writes
+		mw.Namespace = cluster
 		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
 			return out, err
+		}
+		if len(mw.Spec.Workload.Manifests) != len(base.Spec.Workload.Manifests) {
+			if err := setSpecHash(mw); err != nil { // earlier revisions kept on this cluster
+				return out, err
+			}
 		}
 		reason, err := r.sync(ctx, app, mw, works[cluster])
 		var notOwned *WorkNotOwnedError
@@ -113,7 +129,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 func (d delivery) notReady(clusters int) (metav1.Condition, bool) {
 	switch {
 	case len(d.failed) > 0:
-		msg := "ManifestWorks not written: " + strings.Join(append(d.failed, d.notOwned...), "; ")
+		msg := fmt.Sprintf("ManifestWorks not written on %d of %d clusters: %s", len(d.failed)+len(d.notOwned), clusters, strings.Join(append(d.failed, d.notOwned...), "; "))
 		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkFailed", Message: msg}, true
 	case len(d.notOwned) > 0:
 		msg := fmt.Sprintf("delivered to %d of %d clusters; not delivered to %s", clusters-len(d.notOwned), clusters, strings.Join(d.notOwned, "; "))
@@ -138,7 +154,7 @@ func writeFailure(mw *workv1.ManifestWork, err error) string {
 // workEventActions are the actions of the ManifestWork events, by reason.
 var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "ManifestWorkUpdated": "Update", "ManifestWorkDeleted": "Delete"}
 
-// sync creates app's ManifestWork want or updates the spec and labels of have, the one the cache shows,
+// sync creates app's ManifestWork want (its AnnotationSpecHash set) or updates the spec and labels of have, the one the cache shows,
 // writing only when they changed. What was written is known by a hash of the spec in an annotation: the
 // API server fills defaults into the stored spec, so comparing it with the rendered one would see a
 // change every time.
@@ -148,11 +164,6 @@ var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "Manif
 // this name that Ferry did not write for app (found when Create says it exists) is left alone and
 // reported as a WorkNotOwnedError.
 func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) (event string, err error) {
-	spec, err := json.Marshal(want.Spec)
-	if err != nil {
-		return "", fmt.Errorf("encode ManifestWork %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationSpecHash, specHash(spec))
 	if have == nil {
 		err := r.Client.Create(ctx, want)
 		if err == nil {
@@ -182,6 +193,8 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 		if upToDate(have, want) {
 			return nil
 		}
+		// have may be the cache's own object (listed without a copy): change a copy.
+		have = have.DeepCopy()
 		have.Spec = want.Spec
 		for k, v := range want.Labels {
 			metav1.SetMetaDataLabel(&have.ObjectMeta, k, v)
@@ -202,6 +215,16 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 		return "ManifestWorkUpdated", nil
 	}
 	return "", nil
+}
+
+// setSpecHash records the hash of mw's spec in its AnnotationSpecHash.
+func setSpecHash(mw *workv1.ManifestWork) error {
+	spec, err := json.Marshal(mw.Spec)
+	if err != nil {
+		return fmt.Errorf("encode ManifestWork %s/%s: %w", mw.Namespace, mw.Name, err)
+	}
+	metav1.SetMetaDataAnnotation(&mw.ObjectMeta, AnnotationSpecHash, specHash(spec))
+	return nil
 }
 
 // upToDate reports whether have carries want's spec (by its hash) and labels.

@@ -3,7 +3,6 @@ package hub
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // maxEventNote is the longest note the API server accepts on an event; a longer one is rejected and
@@ -13,15 +12,7 @@ const maxEventNote = 1024
 // eventNote fits msg into an event's note, cutting it (at a character boundary) with a mark that says
 // so; the whole message stays on the AppConfig's condition.
 func eventNote(msg string) string {
-	if len(msg) <= maxEventNote {
-		return msg
-	}
-	const cut = "… (cut; the AppConfig's Ready condition has all of it)"
-	end := maxEventNote - len(cut)
-	for end > 0 && !utf8.RuneStart(msg[end]) {
-		end--
-	}
-	return msg[:end] + cut
+	return cutMessage(msg, maxEventNote, "… (cut; the AppConfig's Ready condition has all of it)")
 }
 
 // someOf names the first of names that fit in about budget bytes and counts the rest: an event about

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/agent"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
@@ -771,15 +772,6 @@ func clusterStatus(app *v1alpha2.ApplicationConfiguration, cluster string) *v1al
 	return nil
 }
 
-// statusClusters lists the clusters the AppConfig's status names.
-func statusClusters(app *v1alpha2.ApplicationConfiguration) []string {
-	var out []string
-	for _, c := range app.Status.Clusters {
-		out = append(out, c.Name)
-	}
-	return out
-}
-
 // manifestStatus returns the AppConfig's status of one object on a cluster, or nil.
 func manifestStatus(app *v1alpha2.ApplicationConfiguration, cluster, kind, name string) *v1alpha2.ManifestStatus {
 	cs := clusterStatus(app, cluster)
@@ -794,26 +786,59 @@ func manifestStatus(app *v1alpha2.ApplicationConfiguration, cluster, kind, name 
 	return nil
 }
 
-// deliveredTo reports whether the AppConfig is Ready and its status shows exactly these clusters,
-// each Applied and Available with every manifest Applied and Available.
-func deliveredTo(names ...string) func(*v1alpha2.ApplicationConfiguration) bool {
-	return func(app *v1alpha2.ApplicationConfiguration) bool {
-		if !isReady(app) || len(app.Status.Clusters) != len(names) {
+// deliveredTo reports whether the AppConfig is Ready, its summary counts exactly len(names) clusters
+// applied and available, and its ManifestWorks, read as `kubectl ferry status appconfig` reads them,
+// are those of these clusters (sorted) and report every manifest Applied and Available. The AppConfig's
+// own status lists a cluster only while it is not fine (here: not healthy yet).
+func deliveredTo(app *v1alpha2.ApplicationConfiguration, works []workv1.ManifestWork, names ...string) bool {
+	s := app.Status.Summary
+	n := fmt.Sprintf("%d/%d", len(names), len(names))
+	if !isReady(app) || s == nil || int(s.Clusters) != len(names) || s.Applied != n || s.Available != n {
+		return false
+	}
+	view := statusview.ForAppConfig(app, works)
+	if len(view.Clusters) != len(names) {
+		return false
+	}
+	healthy := map[string]bool{}
+	for i, w := range view.Clusters {
+		if w.Cluster != names[i] || w.Applied != metav1.ConditionTrue || w.Available != metav1.ConditionTrue || len(w.Manifests) == 0 {
 			return false
 		}
-		for _, name := range names {
-			cs := clusterStatus(app, name)
-			if cs == nil || cs.Applied != metav1.ConditionTrue || cs.Available != metav1.ConditionTrue || len(cs.Manifests) == 0 {
+		for _, m := range w.Manifests {
+			if m.Applied != metav1.ConditionTrue || m.Available != metav1.ConditionTrue {
 				return false
 			}
-			for _, m := range cs.Manifests {
-				if m.Applied != metav1.ConditionTrue || m.Available != metav1.ConditionTrue {
-					return false
-				}
-			}
 		}
-		s := app.Status.Summary
-		n := fmt.Sprintf("%d/%d", len(names), len(names))
-		return s != nil && int(s.Clusters) == len(names) && s.Applied == n && s.Available == n
+		healthy[w.Cluster] = w.Health == v1alpha2.Healthy
 	}
+	for _, cs := range app.Status.Clusters {
+		if healthy[cs.Name] {
+			return false // listed though fine: the hub has not caught up yet
+		}
+	}
+	return true
+}
+
+// waitDelivered waits until deliveredTo holds for the AppConfig and these clusters.
+func (f *fixture) waitDelivered(name string, names ...string) *v1alpha2.ApplicationConfiguration {
+	f.t.Helper()
+	var app *v1alpha2.ApplicationConfiguration
+	f.eventually(fmt.Sprintf("AppConfig %s delivered to %v", name, names), func(ctx context.Context) (bool, error) {
+		a, err := f.app(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		works, err := f.works(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		if !deliveredTo(a, works, names...) {
+			status, _ := yaml.Marshal(a.Status)
+			return false, fmt.Errorf("not yet; %d works; status:\n%s", len(works), status)
+		}
+		app = a
+		return true, nil
+	})
+	return app
 }

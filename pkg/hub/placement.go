@@ -17,7 +17,8 @@ import (
 
 // TargetClusters returns, sorted, the managed clusters an AppConfig's placement names that exist on the
 // hub: its explicit cluster names, the ManagedClusters its selector matches, or the decisions of the OCM
-// Placement it refers to (in the AppConfig's namespace). Without a placement there are none.
+// Placement it refers to (in the AppConfig's namespace). Without a placement there are none. The
+// ManagedClusters are the cache's own objects (no copy of a whole fleet per reconcile): read only.
 func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.ApplicationConfiguration) ([]string, error) {
 	p := app.Spec.Placement
 	if p == nil {
@@ -27,7 +28,7 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 	var wanted []string
 	switch {
 	case len(p.Clusters) > 0:
-		if err := c.List(ctx, clusters); err != nil {
+		if err := c.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list ManagedClusters: %w", err)
 		}
 		wanted = p.Clusters
@@ -36,7 +37,7 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 		if err != nil {
 			return nil, fmt.Errorf("placement.clusterSelector: %w", err)
 		}
-		if err := c.List(ctx, clusters, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		if err := c.List(ctx, clusters, client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list ManagedClusters: %w", err)
 		}
 		for _, mc := range clusters.Items {
@@ -53,7 +54,7 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 				wanted = append(wanted, dec.ClusterName)
 			}
 		}
-		if err := c.List(ctx, clusters); err != nil {
+		if err := c.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("list ManagedClusters: %w", err)
 		}
 	}
@@ -63,14 +64,14 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 			exists[mc.Name] = true
 		}
 	}
-	var out []string
+	out := make([]string, 0, len(wanted))
 	for _, name := range wanted {
-		if exists[name] && !slices.Contains(out, name) {
+		if exists[name] {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // placementChanged passes the changes of a ManagedCluster that can move an AppConfig's placement: its

@@ -90,7 +90,7 @@ func TestPlacementByNamesDeliversToTheNamedClusters(t *testing.T) {
 	f.startHub(hubOptions(hub.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", onClusters("cluster1", "nowhere"), shopEntry()))
-	f.waitApp("shop", "delivered to cluster1 only", deliveredTo("cluster1"))
+	f.waitDelivered("shop", "cluster1")
 	f.waitShopOn("cluster1", "nginx:2")
 	if works, err := f.works(t.Context(), "shop"); err != nil || len(works) != 1 {
 		t.Errorf("%d ManifestWorks (error %v), want one, for cluster1", len(works), err)
@@ -100,7 +100,7 @@ func TestPlacementByNamesDeliversToTheNamedClusters(t *testing.T) {
 	f.waitShopOn("cluster2", "nginx:2")
 	f.waitWorkGone("cluster1", "shop")
 	f.waitShopGone("cluster1")
-	f.waitApp("shop", "delivered to cluster2 only", deliveredTo("cluster2"))
+	f.waitDelivered("shop", "cluster2")
 }
 
 // Placement by an OCM Placement: the AppConfig follows the decisions of its PlacementDecisions (OCM
@@ -116,7 +116,7 @@ func TestPlacementByOCMPlacementFollowsItsDecisions(t *testing.T) {
 	f.setDecisions("other", "other-decision-1", "cluster1")
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", &v1alpha2.Placement{PlacementRef: &v1alpha2.PlacementRef{Name: "canary"}}, shopEntry()))
-	f.waitApp("shop", "delivered to cluster2 only", deliveredTo("cluster2"))
+	f.waitDelivered("shop", "cluster2")
 	f.waitShopOn("cluster2", "nginx:2")
 
 	// The placement moves to cluster1.
@@ -124,10 +124,10 @@ func TestPlacementByOCMPlacementFollowsItsDecisions(t *testing.T) {
 	f.waitShopOn("cluster1", "nginx:2")
 	f.waitWorkGone("cluster2", "shop")
 	f.waitShopGone("cluster2")
-	f.waitApp("shop", "delivered to cluster1 only", deliveredTo("cluster1"))
+	f.waitDelivered("shop", "cluster1")
 
 	// A second decision of the same placement adds cluster2.
 	f.setDecisions("canary", "canary-decision-2", "cluster2")
 	f.waitShopOn("cluster2", "nginx:2")
-	f.waitApp("shop", "delivered to both clusters", deliveredTo(clusters...))
+	f.waitDelivered("shop", clusters...)
 }

@@ -39,6 +39,8 @@ type RevisionReconciler struct {
 	Client        client.Client
 	Scheme        *runtime.Scheme
 	RevisionsKept int
+	// Shard is which Components this hub records revisions of; the zero value is all of them.
+	Shard Shard
 }
 
 // SetupWithManager registers the reconciler.
@@ -52,6 +54,9 @@ func (r *RevisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.Shard.ownsObject(req.NamespacedName) {
+		return ctrl.Result{}, nil // another shard numbers its revisions
+	}
 	comp := &v1alpha2.Component{}
 	if err := r.Client.Get(ctx, req.NamespacedName, comp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -38,6 +38,9 @@ type Options struct {
 	HealthProbeBindAddress string
 	LeaderElection         bool
 	LeaderElectionNS       string
+	// Shard is the part of the AppConfigs, Components and ManagedClusters this process writes, when
+	// several ferry-hub processes split them; the zero value is all of them.
+	Shard Shard
 }
 
 // Validate checks the options, naming the flag of a wrong one.
@@ -56,7 +59,7 @@ func (o *Options) Validate() error {
 	if o.RevisionsKept < 1 {
 		return fmt.Errorf("--revisions-kept %d: want at least 1", o.RevisionsKept)
 	}
-	return nil
+	return o.Shard.validate()
 }
 
 // Scheme is every type the hub controllers read or write.
@@ -74,14 +77,14 @@ func Scheme() (*runtime.Scheme, error) {
 
 // SetupWithManager registers the hub controllers with mgr, whose scheme must hold Scheme's types.
 func SetupWithManager(mgr ctrl.Manager, o Options) error {
-	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: o.RevisionsKept}).SetupWithManager(mgr); err != nil {
+	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: o.RevisionsKept, Shard: o.Shard}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&ClusterAvailabilityReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&ClusterAvailabilityReconciler{Client: mgr.GetClient(), Shard: o.Shard}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
-		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers}).SetupWithManager(mgr)
+		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard}).SetupWithManager(mgr)
 }
 
 // Run runs the hub controllers against the hub cfg reaches until ctx is done.
@@ -94,14 +97,19 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		Scheme: scheme,
 		// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the hub's
 		// own components renew theirs every few seconds, and they are none of Ferry's business.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// managedFields are most of a cached ManifestWork's metadata and nothing the hub reads: a
+		// fleet of works costs far less memory without them.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{registration.RegisteredByLabel: registration.RegisteredByFerry})},
 		}},
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElection,
-		LeaderElectionID:        "ferry-hub",
+		LeaderElectionID:        o.Shard.LeaderElectionID(),
 		LeaderElectionNamespace: o.LeaderElectionNS,
+		// ferry-hub exits when its manager stops: handing the Lease back at once lets a new replica
+		// (a rolling update, a restarted shard) lead without waiting for the Lease to expire.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("hub manager: %w", err)
@@ -115,5 +123,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
+	// Which part of the hub's objects this process writes, to tell the replicas' logs apart.
+	ctrl.Log.WithName("ferry-hub").Info("starting", "shard", o.Shard.String(), "leaderElection", o.LeaderElection,
+		"leaderElectionID", o.Shard.LeaderElectionID())
 	return mgr.Start(ctx)
 }

@@ -123,16 +123,35 @@ type ApplicationConfigurationStatus struct {
 	// +optional
 	Workloads []WorkloadStatus `json:"workloads,omitempty"`
 
-	// Clusters are the target clusters and what each reports of its ManifestWork.
+	// Clusters are the target clusters that are not fine (not applied, not available or not healthy
+	// yet), at most MaxClustersListed of them by name, each with its manifests that are not fine. A
+	// cluster where everything is fine is counted in the summary and not listed: the status stays small
+	// at any fleet size, and is written only when the summary or this list changes. Every cluster's
+	// report stays on its ManifestWork; `kubectl ferry status appconfig` shows them all.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=20
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// OmittedClusters counts the clusters that are not fine beyond those listed in clusters.
+	// +optional
+	OmittedClusters int32 `json:"omittedClusters,omitempty"`
 
 	// Summary counts the clusters; `kubectl get` prints it.
 	// +optional
 	Summary *Summary `json:"summary,omitempty"`
 }
+
+const (
+	// MaxClustersListed is how many clusters that are not fine an AppConfig's status lists.
+	MaxClustersListed = 20
+	// MaxManifestsListed is how many manifests that are not fine a listed cluster shows.
+	MaxManifestsListed = 5
+	// MaxMessageLength is the longest message of a listed manifest; a longer one is cut, and the
+	// whole message stays on the ManifestWork.
+	MaxMessageLength = 512
+)
 
 // WorkloadStatus is the workload rendered for one component instance.
 type WorkloadStatus struct {
@@ -187,9 +206,14 @@ type ClusterStatus struct {
 	// Healthy when all are, else Unknown.
 	// +optional
 	Health Health `json:"health,omitempty"`
-	// Manifests are the work's manifests as the cluster's agent reports them.
+	// Manifests are the work's manifests that are not fine, as the cluster's agent reports them, at
+	// most MaxManifestsListed by ordinal.
 	// +optional
+	// +kubebuilder:validation:MaxItems=5
 	Manifests []ManifestStatus `json:"manifests,omitempty"`
+	// OmittedManifests counts the manifests that are not fine beyond those listed.
+	// +optional
+	OmittedManifests int32 `json:"omittedManifests,omitempty"`
 }
 
 // ManifestStatus is one manifest of a ManifestWork as its agent reports it.
@@ -212,7 +236,7 @@ type ManifestStatus struct {
 	// +optional
 	Health Health `json:"health,omitempty"`
 	// Message explains a condition that is not True, e.g. the fields of an apply conflict, or why the
-	// object is not healthy.
+	// object is not healthy; at most MaxMessageLength bytes (the ManifestWork has all of it).
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Feedback are the status values the agent reported, e.g. ReadyReplicas.

@@ -1,0 +1,179 @@
+package hub
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// summarize counts an AppConfig's clusters from their ManifestWorks and lists the first
+// v1alpha2.MaxClustersListed that are not fine by name, counting the rest: the status is the same size
+// for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count, not
+// a list. current are the objects rendered now (v1alpha2.CurrentObjects).
+func summarize(works map[string]*workv1.ManifestWork, current map[string]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
+	applied, available, healthy := 0, 0, 0
+	for _, cluster := range sortedKeys(works) {
+		// Counting needs only the verdicts; the text of messages and feedback only a listed cluster.
+		cs := clusterStatus(works[cluster], current, false)
+		if cs.Applied == metav1.ConditionTrue {
+			applied++
+		}
+		if cs.Available == metav1.ConditionTrue {
+			available++
+		}
+		if cs.Health == v1alpha2.Healthy {
+			healthy++
+		}
+		switch {
+		case clusterFine(cs):
+		case len(listed) < v1alpha2.MaxClustersListed:
+			listed = append(listed, notFineEntry(clusterStatus(works[cluster], current, true), current))
+		default:
+			omitted++
+		}
+	}
+	n := len(works)
+	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
+		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, omitted
+}
+
+// clusterFine: the cluster's current objects are all applied, available and healthy.
+func clusterFine(cs v1alpha2.ClusterStatus) bool {
+	return cs.Applied == metav1.ConditionTrue && cs.Available == metav1.ConditionTrue && cs.Health == v1alpha2.Healthy
+}
+
+func manifestFine(m v1alpha2.ManifestStatus) bool {
+	return m.Applied == metav1.ConditionTrue && m.Available == metav1.ConditionTrue && m.Health == v1alpha2.Healthy
+}
+
+// notFineEntry is a cluster as the AppConfig's status lists it: its current manifests that are not
+// fine, the first v1alpha2.MaxManifestsListed by ordinal, messages cut to v1alpha2.MaxMessageLength.
+func notFineEntry(cs v1alpha2.ClusterStatus, current map[string]bool) v1alpha2.ClusterStatus {
+	all := cs.Manifests
+	cs.Manifests = nil
+	for _, m := range all {
+		if manifestFine(m) || (len(current) > 0 && !current[m.Kind+"/"+m.Name]) {
+			continue
+		}
+		if len(cs.Manifests) == v1alpha2.MaxManifestsListed {
+			cs.OmittedManifests++
+			continue
+		}
+		m.Message = cutMessage(m.Message, v1alpha2.MaxMessageLength, "… (cut; the ManifestWork has all of it)")
+		cs.Manifests = append(cs.Manifests, m)
+	}
+	return cs
+}
+
+// maxConditionMessage is the longest message a metav1.Condition takes (its schema's maxLength): a
+// Ready message naming thousands of clusters would have the whole status write rejected.
+const maxConditionMessage = 32768
+
+// capConditionMessage fits msg into a condition's message.
+func capConditionMessage(msg string) string {
+	return cutMessage(msg, maxConditionMessage/4, "… (cut; the AppConfig's events and its ManifestWorks say more)")
+}
+
+// cutMessage cuts msg to at most limit bytes at a character boundary, ending it with mark.
+func cutMessage(msg string, limit int, mark string) string {
+	if len(msg) <= limit {
+		return msg
+	}
+	end := limit - len(mark)
+	for end > 0 && !utf8.RuneStart(msg[end]) {
+		end--
+	}
+	return msg[:end] + mark
+}
+
+// clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster. The cluster's
+// Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
+// revision's workload kept for a rollout may be scaled away and deleted without the application
+// being any less available. With detail, each manifest also gets what only a listed cluster shows: its
+// apiVersion, message and feedback.
+func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {
+	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
+		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
+		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
+	var applied, available []metav1.ConditionStatus
+	var healths []v1alpha2.Health
+	for _, m := range mw.Status.ResourceStatus.Manifests {
+		ms := v1alpha2.ManifestStatus{
+			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
+			Applied:   manifestConditionStatus(m.Conditions, workv1.ManifestApplied, mw.Generation),
+			Available: manifestConditionStatus(m.Conditions, workv1.ManifestAvailable, mw.Generation),
+		}
+		var why *metav1.Condition
+		ms.Health, why = v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
+		if detail {
+			ms.APIVersion = m.ResourceMeta.Version
+			if m.ResourceMeta.Group != "" {
+				ms.APIVersion = m.ResourceMeta.Group + "/" + m.ResourceMeta.Version
+			}
+			if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
+				ms.Message = c.Message
+			} else if why != nil {
+				ms.Message = why.Message
+			}
+			for _, v := range m.StatusFeedbacks.Values {
+				ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
+			}
+		}
+		cs.Manifests = append(cs.Manifests, ms)
+		isCurrent := current[ms.Kind+"/"+ms.Name]
+		if len(current) == 0 || isCurrent {
+			healths = append(healths, ms.Health)
+		}
+		if isCurrent {
+			applied, available = append(applied, ms.Applied), append(available, ms.Available)
+		}
+	}
+	cs.Health = v1alpha2.AggregateHealth(healths)
+	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
+		// The work reports on this generation: judge by the current objects alone.
+		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
+	}
+	return cs
+}
+
+// aggregate is True when all want statuses are reported True, False when any is False, else Unknown.
+func aggregate(statuses []metav1.ConditionStatus, want int) metav1.ConditionStatus {
+	trues := 0
+	for _, s := range statuses {
+		switch s {
+		case metav1.ConditionFalse:
+			return metav1.ConditionFalse
+		case metav1.ConditionTrue:
+			trues++
+		}
+	}
+	if trues >= want {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionUnknown
+}
+
+// conditionStatus is the status of condition typ, Unknown when missing or (gen >= 0) about an older
+// generation.
+func conditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || (gen >= 0 && c.ObservedGeneration != gen) {
+		return metav1.ConditionUnknown
+	}
+	return c.Status
+}
+
+// manifestConditionStatus is conditionStatus for a manifest's condition, which agents that do not
+// record the generation (observedGeneration 0) report too.
+func manifestConditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || (c.ObservedGeneration != 0 && c.ObservedGeneration != gen) {
+		return metav1.ConditionUnknown
+	}
+	return c.Status
+}
