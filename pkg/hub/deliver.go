@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,17 +61,31 @@ func ownedBy(mw *workv1.ManifestWork, app *v1alpha2.ApplicationConfiguration) bo
 	return mw.Labels[LabelAppConfigNamespace] == app.Namespace && mw.Labels[LabelAppConfigName] == app.Name
 }
 
+// writeConcurrency is how many ManifestWorks of one AppConfig are written at once: a Component change
+// rewrites a work on every cluster of the fleet, and one write at a time would take a round trip each.
+// The client's rate limit (--kube-api-qps) still bounds the hub as a whole.
+const writeConcurrency = 16
+
 // deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
-// placement, updating works to match. A cluster whose ManifestWork cannot be written does not stop the
-// others: it is returned in the delivery, with why. One event per kind of change names the clusters.
+// placement, updating works to match, several at once. A cluster whose ManifestWork cannot be written
+// does not stop the others: it is returned in the delivery, with why. One event per kind of change
+// names the clusters.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
 	clusters []string, works map[string]*workv1.ManifestWork) (out delivery, err error) {
+	var mu sync.Mutex                // guards out and changed, which the writers fill
 	changed := map[string][]string{} // event reason → clusters
+	var writers errgroup.Group
+	writers.SetLimit(writeConcurrency)
 	defer func() {
+		_ = writers.Wait() // the writers report through out and changed, never an error
+		slices.Sort(out.failed)
+		slices.Sort(out.notOwned)
 		for _, reason := range sortedKeys(changed) {
 			action := workEventActions[reason]
+			names := changed[reason]
+			slices.Sort(names)
 			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
-				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(changed[reason], maxEventNote/2))
+				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(names, maxEventNote/2))
 		}
 	}()
 	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
@@ -84,41 +100,62 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
-		if have := works[cluster]; have != nil && !keepsEarlier && upToDate(have, base) {
+		have := works[cluster]
+		if have != nil && upToDate(have, base) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
 		mw := base.DeepCopy() // the client decodes its answer into what it writes
 		mw.Namespace = cluster
-		if err := KeepEarlierRevisions(mw, works[cluster], rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept)); err != nil {
-			return out, err
-		}
-		if len(mw.Spec.Workload.Manifests) != len(base.Spec.Workload.Manifests) {
-			if err := setSpecHash(mw); err != nil { // earlier revisions kept on this cluster
-				return out, err
+		writers.Go(func() error {
+			var err error
+			if keepsEarlier && have != nil {
+				// The earlier revisions' workloads on this cluster are in the stored work's manifests,
+				// which the cache does not keep (see slimWork).
+				if have, err = r.storedWork(ctx, app, mw); err == nil {
+					err = KeepEarlierRevisions(mw, have, rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
+				}
 			}
-		}
-		reason, err := r.sync(ctx, app, mw, works[cluster])
-		var notOwned *WorkNotOwnedError
-		switch {
-		case errors.As(err, &notOwned):
-			out.notOwned = append(out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
-		case errors.Is(err, errWriteRaced):
-			log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
-			out.raced = true
-		case err != nil:
-			out.failed = append(out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
-		case reason != "":
-			changed[reason] = append(changed[reason], cluster)
-		}
+			var reason string
+			if err == nil {
+				reason, err = r.sync(ctx, app, mw, have)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			var notOwned *WorkNotOwnedError
+			switch {
+			case errors.As(err, &notOwned):
+				out.notOwned = append(out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
+			case errors.Is(err, errWriteRaced):
+				log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
+				out.raced = true
+			case err != nil:
+				out.failed = append(out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
+			case reason != "":
+				changed[reason] = append(changed[reason], cluster)
+			}
+			return nil
+		})
 	}
+	var gone []string // clusters that left the placement and whose works are deleted
 	for cluster, mw := range works {
 		if wanted[cluster] {
 			continue
 		}
-		if err := r.deleteWork(ctx, mw); err != nil {
-			return out, fmt.Errorf("delete ManifestWork %s/%s of a cluster that left the placement: %w", mw.Namespace, mw.Name, err)
-		}
-		changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
+		writers.Go(func() error {
+			err := r.deleteWork(ctx, mw)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				out.failed = append(out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s of a cluster that left the placement: %v", cluster, mw.Namespace, mw.Name, err))
+				return nil
+			}
+			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
+			gone = append(gone, cluster)
+			return nil
+		})
+	}
+	_ = writers.Wait()
+	for _, cluster := range gone {
 		delete(works, cluster)
 	}
 	return out, nil
@@ -217,7 +254,9 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 	return "", nil
 }
 
-// setSpecHash records the hash of mw's spec in its AnnotationSpecHash.
+// setSpecHash records the hash of mw's spec in its AnnotationSpecHash. It is the hash of the spec as
+// rendered: the workloads of earlier revisions a rollout keeps (KeepEarlierRevisions) change only when
+// the rendered spec does, so the same hash says that nothing is to be written.
 func setSpecHash(mw *workv1.ManifestWork) error {
 	spec, err := json.Marshal(mw.Spec)
 	if err != nil {

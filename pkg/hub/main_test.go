@@ -295,6 +295,20 @@ type fixture struct {
 	hubWrites  *atomic.Int64 // requests of the hub controllers other than reads
 }
 
+// countWrites counts every request sent through cfg that is not a read.
+func countWrites(cfg *rest.Config) *atomic.Int64 {
+	writes := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return writes
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
@@ -326,19 +340,11 @@ func (f *fixture) startHub(o hub.Options) {
 	if f.hubRunning {
 		f.t.Fatal("the hub controllers run already")
 	}
-	// Every request the hub controllers send that is not a read is counted.
 	cfg := rest.CopyConfig(f.hubController)
-	f.hubWrites = &atomic.Int64{}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			if req.Method != http.MethodGet {
-				f.hubWrites.Add(1)
-			}
-			return rt.RoundTrip(req)
-		})
-	})
+	f.hubWrites = countWrites(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 f.scheme,
+		Cache:                  hub.CacheOptions(), // the cache ferry-hub runs with
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Each test runs the same controllers in a manager of its own.

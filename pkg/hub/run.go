@@ -22,6 +22,14 @@ import (
 	"github.com/ferry-mc/ferry/pkg/registration"
 )
 
+// The hub's client rate limits by default (--kube-api-qps, --kube-api-burst): API priority and fairness
+// protects the hub's API server, and client-go's default of 5 requests a second would have the hub crawl
+// behind a fleet.
+const (
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
+)
+
 // Options configures the hub controllers.
 type Options struct {
 	// ApplyOnceOnly is seed 000's mode: off, on or force.
@@ -36,8 +44,10 @@ type Options struct {
 	Workers                int
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
-	LeaderElection         bool
-	LeaderElectionNS       string
+	// PprofBindAddress serves Go's /debug/pprof profiles when set (not "" or "0").
+	PprofBindAddress string
+	LeaderElection   bool
+	LeaderElectionNS string
 	// Shard is the part of the AppConfigs, Components and ManagedClusters this process writes, when
 	// several ferry-hub processes split them; the zero value is all of them.
 	Shard Shard
@@ -87,6 +97,23 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard}).SetupWithManager(mgr)
 }
 
+// CacheOptions are what the hub's cache keeps; Run uses them, and so must anything else that runs the
+// hub controllers in a manager of its own (tests), or it runs with a different cache.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		// managedFields are much of a cached object's metadata and nothing the hub reads.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the
+			// hub's own components renew theirs every few seconds, and they are none of Ferry's
+			// business.
+			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{registration.RegisteredByLabel: registration.RegisteredByFerry})},
+			// A fleet's works are most of the cache: each keeps only what the hub reads of it.
+			&workv1.ManifestWork{}: {Transform: slimWork},
+		},
+	}
+}
+
 // Run runs the hub controllers against the hub cfg reaches until ctx is done.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	scheme, err := Scheme()
@@ -94,16 +121,11 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the hub's
-		// own components renew theirs every few seconds, and they are none of Ferry's business.
-		// managedFields are most of a cached ManifestWork's metadata and nothing the hub reads: a
-		// fleet of works costs far less memory without them.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{registration.RegisteredByLabel: registration.RegisteredByFerry})},
-		}},
+		Scheme:                  scheme,
+		Cache:                   CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		PprofBindAddress:        o.PprofBindAddress,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.Shard.LeaderElectionID(),
 		LeaderElectionNamespace: o.LeaderElectionNS,

@@ -235,6 +235,7 @@ func (h *shardedHub) start(i int) {
 	cfg.UserAgent = shardManager(i)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  f.scheme,
+		Cache:                   hub.CacheOptions(), // the cache ferry-hub runs with
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},

@@ -1,0 +1,49 @@
+package hub
+
+import (
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// The cache keeps of a work exactly what the hub reads: the AppConfig's status from a slimmed work is
+// the status from the whole one, for works that are fine, progressing, degraded and not applied; the
+// labels and the spec hash deliver compares stay.
+func TestSlimWorkKeepsWhatTheStatusShows(t *testing.T) {
+	notApplied := reportedWork("c4", v1alpha2.Healthy, 0)
+	applied := &notApplied.Status.ResourceStatus.Manifests[0].Conditions[0]
+	applied.Status, applied.Message = metav1.ConditionFalse, "conflict with kubectl on .spec.replicas"
+	for _, mw := range []*workv1.ManifestWork{
+		reportedWork("c1", v1alpha2.Healthy, 0), reportedWork("c2", v1alpha2.Progressing, 40), reportedWork("c3", v1alpha2.Degraded, 40), notApplied,
+	} {
+		mw.Labels = map[string]string{LabelAppConfigNamespace: "default", LabelAppConfigName: "web"}
+		mw.Annotations = map[string]string{AnnotationSpecHash: "abc"}
+		mw.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "ferry-hub"}}
+		mw.Spec.Workload.Manifests = []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"kind":"Deployment"}`)}}}
+		for i := range mw.Status.Conditions {
+			mw.Status.Conditions[i].Message = "all manifests applied"
+		}
+		current := map[string]bool{"Deployment/web": true}
+		slimmed, err := slimWork(mw.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		slim := slimmed.(*workv1.ManifestWork)
+		for _, detail := range []bool{false, true} {
+			if got, want := clusterStatus(slim, current, detail), clusterStatus(mw, current, detail); !reflect.DeepEqual(got, want) {
+				t.Errorf("%s (detail %t): from the slimmed work %+v, from the whole %+v", mw.Namespace, detail, got, want)
+			}
+		}
+		if !upToDate(slim, mw) || !reflect.DeepEqual(slim.Labels, mw.Labels) {
+			t.Errorf("%s: labels or spec hash lost: %v %v", mw.Namespace, slim.Labels, slim.Annotations)
+		}
+		if slim.ManagedFields != nil || slim.Spec.Workload.Manifests != nil {
+			t.Errorf("%s: managedFields or manifests kept", mw.Namespace)
+		}
+	}
+}
