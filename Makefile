@@ -63,6 +63,20 @@ bench: control-plane ## run the benchmarks: the apply engine, feedback, the agen
 	$(GO) test -run '^$$' -bench 'CreateToApplied|SpokeChangeToHub' -benchtime=100x ./pkg/agent/
 	$(GO) test -run '^$$' -bench 'Hub100' -benchtime=1x ./pkg/hub/
 
+# The fleet benchmark: FLEET_CLUSTERS simulated clusters × FLEET_APPCONFIGS AppConfigs, agents' status
+# writes at FLEET_STATUS_RATE a second; more flags of hack/bench-fleet in FLEET_ARGS
+# (e.g. FLEET_ARGS='--hub-arg=--workers=20 --lag-writes=500').
+FLEET_CLUSTERS    ?= 10000
+FLEET_APPCONFIGS  ?= 10
+FLEET_STATUS_RATE ?= 100
+FLEET_ARGS        ?=
+
+.PHONY: bench-fleet
+bench-fleet: control-plane build ## ferry-hub against a simulated fleet (FLEET_CLUSTERS × FLEET_APPCONFIGS, status at FLEET_STATUS_RATE/s): a table, and JSON in .local/bench-fleet.json
+	$(GO) build -o bin/bench-fleet ./hack/bench-fleet
+	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) \
+	  --hub-binary bin/ferry-hub --json $(LOCAL_DIR)/bench-fleet.json --hub-log $(LOCAL_DIR)/bench-fleet-hub.log $(FLEET_ARGS)
+
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background
 	bin/ferry-local up --state-dir $(LOCAL_DIR)

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 )
@@ -13,8 +15,8 @@ import (
 //   - its spec's manifestConfigs, not its manifests: deliver knows from the spec hash whether a work is
 //     up to date, writes a whole new spec when it is not, and reads the stored work when it needs the
 //     manifests (the earlier revisions a rollout keeps);
-//   - of its status, what clusterStatus reads: each condition's type, status and generation, the
-//     messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
+//   - of its status, what clusterStatus reads: the conditions it looks at, each with its type, status
+//     and generation, the messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
 //     manifests' identities and their feedback.
 //
 // A work the hub writes is decoded from the API server's answer, not from the cache, so what it writes
@@ -26,23 +28,36 @@ func slimWork(obj any) (any, error) {
 	}
 	mw.ManagedFields = nil
 	mw.Spec.Workload.Manifests = nil
-	slimConditions(mw.Status.Conditions, nil)
+	mw.Status.Conditions = slimConditions(mw.Status.Conditions, readWorkConditions, nil)
 	for i := range mw.Status.ResourceStatus.Manifests {
-		slimConditions(mw.Status.ResourceStatus.Manifests[i].Conditions, shownMessage)
+		m := &mw.Status.ResourceStatus.Manifests[i]
+		m.Conditions = slimConditions(m.Conditions, readManifestConditions, shownMessage)
 	}
 	return mw, nil
 }
 
-// slimConditions drops the reason, transition time and (unless keep says otherwise) message of each
-// condition.
-func slimConditions(conds []metav1.Condition, keep func(metav1.Condition) bool) {
+// The condition types clusterStatus reads, of a work and of its manifests; the others (Complete,
+// StatusFeedbackSynced, a user's conditionRules) are not cached.
+var (
+	readWorkConditions     = []string{workv1.WorkApplied, workv1.WorkAvailable}
+	readManifestConditions = []string{workv1.ManifestApplied, workv1.ManifestAvailable, workv1.ManifestProgressing, workv1.ManifestDegraded}
+)
+
+// slimConditions keeps the conditions of the types read, each without its reason, transition time and
+// (unless showMessage says otherwise) message.
+func slimConditions(conds []metav1.Condition, read []string, showMessage func(metav1.Condition) bool) []metav1.Condition {
+	conds = slices.DeleteFunc(conds, func(c metav1.Condition) bool { return !slices.Contains(read, c.Type) })
 	for i := range conds {
 		c := &conds[i]
 		c.Reason, c.LastTransitionTime = "", metav1.Time{}
-		if keep == nil || !keep(*c) {
+		if showMessage == nil || !showMessage(*c) {
 			c.Message = ""
 		}
 	}
+	if len(conds) < cap(conds) {
+		conds = slices.Clone(conds) // the dropped ones' room is given back
+	}
+	return conds
 }
 
 // shownMessage reports whether the AppConfig's status may show this manifest condition's message (see

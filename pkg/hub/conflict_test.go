@@ -20,6 +20,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
@@ -280,6 +281,7 @@ func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ct
 			return false, err
 		}
 		done := 0
+		var notYet []string
 		for i := range list.Items {
 			app := &list.Items[i]
 			works, err := f.works(ctx, app.Name)
@@ -288,10 +290,12 @@ func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ct
 			}
 			if deliveredTo(app, works, clusters...) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
 				done++
+			} else if len(notYet) < 3 {
+				notYet = append(notYet, describeDelivery(app, works))
 			}
 		}
 		if done != len(names) {
-			return false, fmt.Errorf("%d of %d AppConfigs delivered at %s", done, len(names), revision)
+			return false, fmt.Errorf("%d of %d AppConfigs delivered at %s; not yet: %s", done, len(names), revision, strings.Join(notYet, "; "))
 		}
 		works := &workv1.ManifestWorkList{}
 		if err := f.hub.List(ctx, works, client.MatchingLabels{hub.LabelAppConfigNamespace: f.ns}); err != nil {
@@ -350,4 +354,16 @@ func (f *fixture) deleteAppsWithin(names []string, d time.Duration) {
 		}
 		return len(works.Items) == 0, nil
 	})
+}
+
+// describeDelivery says what an AppConfig's status and its works' reports show, for a failure message.
+func describeDelivery(app *v1alpha2.ApplicationConfiguration, works []workv1.ManifestWork) string {
+	out := fmt.Sprintf("%s (generation %d): ready %+v, summary %+v, listed %+v, workloads %+v;", app.Name, app.Generation, ready(app), app.Status.Summary, app.Status.Clusters, app.Status.Workloads)
+	for _, w := range statusview.ForAppConfig(app, works).Clusters {
+		out += fmt.Sprintf(" work on %s applied %s available %s health %s manifests %+v;", w.Cluster, w.Applied, w.Available, w.Health, w.Manifests)
+	}
+	for i := range works {
+		out += fmt.Sprintf(" %s generation %d conditions %+v;", works[i].Namespace, works[i].Generation, works[i].Status.Conditions)
+	}
+	return out
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
+)
+
+// changeComponent changes web-0's image and counts the works the hub rewrites for it: all of app-0's
+// and nothing else is right. It waits until every one of app-0's works has a new generation and then
+// until ferry-hub is idle (nothing queued, nothing in progress), so that a work rewritten late, or
+// one that should not have been, is counted too.
+func (b *bench) changeComponent(ctx context.Context) error {
+	before := map[string]int64{}
+	b.tracker.Range(func(w *fleetsim.Work) { before[w.Key()] = w.Generation })
+	writes0 := hubWrites(ctx, b.hubs)
+	start := time.Now()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := &v1alpha2.Component{}
+		if err := b.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: componentName(0)}, c); err != nil {
+			return err
+		}
+		c.Spec.Workload = component(0, changedImage).Spec.Workload
+		return b.client.Update(ctx, c)
+	})
+	if err != nil {
+		return fmt.Errorf("change the image of Component %s: %w", componentName(0), err)
+	}
+	app := appName(0)
+	rewritten := func() (ofApp, others int, last time.Time) { return rewrites(b.tracker.Range, before, app) }
+	progress := func() string {
+		ofApp, others, _ := rewritten()
+		return fmt.Sprintf("%d of %s's %d works rewritten, %d others", ofApp, app, b.o.clusters, others)
+	}
+	err = b.waitFor(ctx, fmt.Sprintf("every work of %s rewritten", app), b.o.timeout, progress, func(context.Context) (bool, error) {
+		ofApp, _, _ := rewritten()
+		return ofApp >= b.o.clusters, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.waitHubIdle(ctx); err != nil {
+		return err
+	}
+	writes1 := hubWrites(ctx, b.hubs)
+	ofApp, others, last := rewritten()
+	b.res.Change = &ChangeResult{Expected: b.o.clusters, Rewritten: ofApp + others, OfApp: ofApp, Others: others,
+		Seconds: last.Sub(start).Seconds(), HubWrites: writes1 - writes0}
+	return nil
+}
+
+// rewrites counts the works each calls f with whose generation is not the one before says: those of
+// AppConfig app, the others, and when the last of app's was first seen at its new generation.
+func rewrites(each func(f func(*fleetsim.Work)), before map[string]int64, app string) (ofApp, others int, last time.Time) {
+	each(func(w *fleetsim.Work) {
+		switch {
+		case w.Generation == before[w.Key()]:
+		case w.Labels[hub.LabelAppConfigName] != app:
+			others++
+		default:
+			ofApp++
+			if w.Seen.After(last) {
+				last = w.Seen
+			}
+		}
+	})
+	return ofApp, others, last
+}
+
+// hubQueues are ferry-hub's controllers a Component change goes through.
+var hubQueues = []string{"component-revisions", "appconfigs"}
+
+// hubIdleFor is how long ferry-hub must stay idle to count as done: a reconcile that ends may queue
+// the next an instant later.
+const hubIdleFor = 500 * time.Millisecond
+
+// waitHubIdle waits until every ferry-hub process has had nothing queued and nothing in progress in
+// hubQueues for hubIdleFor.
+func (b *bench) waitHubIdle(ctx context.Context) error {
+	var idleSince time.Time
+	var busy []string
+	return b.waitFor(ctx, "ferry-hub to be idle", b.o.timeout, func() string { return "busy: " + strings.Join(busy, ", ") },
+		func(ctx context.Context) (bool, error) {
+			busy = nil
+			for _, h := range b.hubs {
+				s, err := h.scrape(ctx)
+				if err != nil {
+					busy = append(busy, err.Error()) // restarting
+					continue
+				}
+				for _, q := range hubQueues {
+					idle, err := s.QueueIdle(q)
+					if err != nil {
+						return false, fmt.Errorf("%s: %w", h.Name, err)
+					}
+					if !idle {
+						busy = append(busy, fmt.Sprintf("%s %s", h.Name, q))
+					}
+				}
+			}
+			switch {
+			case len(busy) > 0:
+				idleSince = time.Time{}
+			case idleSince.IsZero():
+				idleSince = time.Now()
+			}
+			return !idleSince.IsZero() && time.Since(idleSince) >= hubIdleFor, nil
+		})
+}

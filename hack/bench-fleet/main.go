@@ -1,0 +1,112 @@
+// Command bench-fleet measures ferry-hub against a simulated fleet (`make bench-fleet`): it starts a
+// local hub (etcd and kube-apiserver, no spokes), registers N ManagedClusters, runs ferry-hub as
+// deploy/hub ships it, places M AppConfigs on every cluster, and plays every cluster's agent by
+// writing ManifestWork status as ferry-agent does. It reports how long the N×M ManifestWorks take to
+// be written, how long the AppConfig summaries take to show status writes at a given rate, what a
+// Component change rewrites, how large an AppConfig grows, and ferry-hub's memory, processor time and
+// API writes — as a table and as JSON.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// options are the benchmark's flags: every number it runs with.
+type options struct {
+	clusters         int
+	appConfigs       int
+	statusRate       float64
+	initialRate      float64
+	lagWrites        int
+	agentConcurrency int
+	registerParallel int
+	hubBinary        string
+	hubArgs          []string
+	hubShards        int
+	maxHubRestarts   int
+	deployDir        string
+	binaryDir        string
+	tempDir          string
+	jsonPath         string
+	hubLog           string
+	worksTimeout     time.Duration
+	timeout          time.Duration
+	sampleInterval   time.Duration
+	keep             bool
+}
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := &options{}
+	cmd := &cobra.Command{
+		Use:   "bench-fleet",
+		Short: "Measure ferry-hub against a simulated fleet of managed clusters",
+		Long: `bench-fleet starts a local hub (no spokes), registers --clusters ManagedClusters, runs ferry-hub
+as deploy/hub ships it, places --appconfigs AppConfigs on every cluster, and writes every ManifestWork's
+status as ferry-agent would. It prints a table and writes the figures as JSON (--json).`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			// Ctrl-C stops the benchmark; what it started is stopped on the way out.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.clusters, "clusters", 10000, "ManagedClusters to register (N)")
+	f.IntVar(&o.appConfigs, "appconfigs", 10, "AppConfigs placed on every cluster (M), each with a Component of its own: N×M ManifestWorks")
+	f.Float64Var(&o.statusRate, "status-rate", 100, "status writes a second in the lag phases (degrade, then heal --lag-writes works)")
+	f.Float64Var(&o.initialRate, "initial-status-rate", 500, "status writes a second of the first report on every work")
+	f.IntVar(&o.lagWrites, "lag-writes", 1000, "works degraded and then healed in the lag phases, spread over the AppConfigs (N×M when there are fewer works)")
+	f.IntVar(&o.agentConcurrency, "agent-concurrency", 32, "status writes in flight at most")
+	f.IntVar(&o.registerParallel, "register-concurrency", 64, "clusters registered at once")
+	f.StringVar(&o.hubBinary, "hub-binary", "bin/ferry-hub", "the ferry-hub binary (make build writes it)")
+	f.StringArrayVar(&o.hubArgs, "hub-arg", nil, "a flag for ferry-hub on top of deploy/hub's, e.g. --hub-arg=--workers=20 (repeatable)")
+	f.IntVar(&o.hubShards, "hub-shards", 1, "ferry-hub processes; more than 1 runs each with --shard-index=i --shard-count=n")
+	f.IntVar(&o.maxHubRestarts, "max-hub-restarts", 3, "how often a ferry-hub that exits on its own is started again (after the kubelet's backoff) before the run fails; 0 fails at the first exit")
+	f.StringVar(&o.deployDir, "deploy-dir", "deploy", "the kustomizations; ferry-hub runs as <dir>/hub's Deployment")
+	f.StringVar(&o.binaryDir, "binary-dir", "", "etcd and kube-apiserver (default: bin/control-plane/current)")
+	f.StringVar(&o.tempDir, "temp-dir", "", "where the hub's data goes, removed at the end (default: $TMPDIR)")
+	f.StringVar(&o.jsonPath, "json", ".local/bench-fleet.json", "where the figures are written as JSON")
+	f.StringVar(&o.hubLog, "hub-log", ".local/bench-fleet-hub.log", "ferry-hub's log (shard i: -i before the extension)")
+	f.DurationVar(&o.worksTimeout, "works-timeout", 30*time.Minute, "how long to wait for the N×M ManifestWorks")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait in every other phase")
+	f.DurationVar(&o.sampleInterval, "sample-interval", 500*time.Millisecond, "how often process memory and CPU time are sampled")
+	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
+	return cmd
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.clusters < 1:
+		return fmt.Errorf("--clusters %d: want at least 1", o.clusters)
+	case o.appConfigs < 1:
+		return fmt.Errorf("--appconfigs %d: want at least 1", o.appConfigs)
+	case o.statusRate <= 0 || o.initialRate <= 0:
+		return fmt.Errorf("--status-rate %v, --initial-status-rate %v: want positive rates", o.statusRate, o.initialRate)
+	case o.lagWrites < 1:
+		return fmt.Errorf("--lag-writes %d: want at least 1", o.lagWrites)
+	case o.hubShards < 1:
+		return fmt.Errorf("--hub-shards %d: want at least 1", o.hubShards)
+	}
+	o.lagWrites = min(o.lagWrites, o.clusters*o.appConfigs)
+	_, err := hubArgOverrides(o.hubArgs)
+	return err
+}

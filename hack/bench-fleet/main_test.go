@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-mc/ferry/internal/childproc"
+	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/pkg/hub"
+)
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// The whole benchmark at a small scale, with ferry-hub built from this checkout: every phase runs,
+// and the figures a person reads are the ones that happened — every work written, every cluster of
+// every AppConfig reported, each lag write seen, exactly app-0's works rewritten by the Component
+// change, and ferry-hub's memory and writes sampled.
+func TestBenchmarkRunsEveryPhase(t *testing.T) {
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "ferry-hub"), "./cmd/hub")
+	build.Dir = repoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build ferry-hub: %v\n%s", err, out)
+	}
+	o := &options{
+		clusters: 12, appConfigs: 3, statusRate: 50, initialRate: 200, lagWrites: 6, agentConcurrency: 8, registerParallel: 8,
+		hubBinary: filepath.Join(dir, "ferry-hub"), hubArgs: []string{"--workers=4"}, hubShards: 1,
+		deployDir: filepath.Join(repoRoot(), "deploy"), tempDir: dir,
+		jsonPath: filepath.Join(dir, "result.json"), hubLog: filepath.Join(dir, "hub.log"),
+		worksTimeout: 2 * time.Minute, timeout: 2 * time.Minute, sampleInterval: 100 * time.Millisecond,
+	}
+	if err := o.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t.Context(), o); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(o.jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Error != "" {
+		t.Fatalf("the run reports an error: %s", r.Error)
+	}
+	if r.Works == nil || r.Works.Count != 36 || r.Works.Seconds <= 0 {
+		t.Errorf("works %+v; want 36 written in a measured time", r.Works)
+	}
+	if r.Initial == nil || r.Initial.Writes != 36 || r.Initial.SummarySeconds <= 0 {
+		t.Errorf("first status %+v; want 36 writes and a time until every summary showed them", r.Initial)
+	}
+	for name, l := range map[string]*LagResult{"degrade": r.Degrade, "heal": r.Heal} {
+		if l == nil || l.Writes != 6 || l.P99Seconds < l.MedianSeconds || l.MaxSeconds < l.P99Seconds {
+			t.Errorf("%s %+v; want 6 writes with median <= p99 <= max", name, l)
+		}
+	}
+	if c := r.Change; c == nil || c.Expected != 12 || c.OfApp != 12 || c.Others != 0 || c.HubWrites < 12 {
+		t.Errorf("component change %+v; want exactly app-0's 12 works rewritten, at least a write each", c)
+	}
+	if r.Largest == nil || r.Largest.Bytes < 500 {
+		t.Errorf("largest AppConfig %+v; want the size of a real one", r.Largest)
+	}
+	var hub *ProcessResult
+	for i, p := range r.Processes {
+		if p.Name == hubName {
+			hub = &r.Processes[i]
+		}
+	}
+	if hub == nil || hub.PeakRSS < 10<<20 || hub.CPUSeconds <= 0 {
+		t.Errorf("ferry-hub usage %+v; want its memory and CPU time sampled", hub)
+	}
+	if len(r.Targets) != 5 {
+		t.Errorf("targets %+v; want the issue's five judged", r.Targets)
+	}
+	log, err := os.ReadFile(o.hubLog)
+	if err != nil || !strings.Contains(string(log), "ferry-hub") {
+		t.Errorf("ferry-hub's log %s: %v", o.hubLog, err)
+	}
+	if entries, _ := filepath.Glob(filepath.Join(dir, "ferry-localcluster-*")); len(entries) > 0 {
+		t.Errorf("the hub's data is left behind: %v", entries)
+	}
+}
+
+// A ferry-hub that exits on its own is started again, as the kubelet would, and recorded; one that
+// keeps exiting ends the run with its last words.
+func TestSupervisionRestartsThenGivesUp(t *testing.T) {
+	dir := t.TempDir()
+	crashing := exec.Command("sh", "-c", "echo starting; sleep 0.2; echo lost my lease; exit 3")
+	p, err := childproc.Start(crashing, "ferry-hub (a stand-in)", filepath.Join(dir, "hub.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hubProcess{Process: p, sampled: hubName, metrics: "127.0.0.1:1"}
+	b := &bench{o: &options{maxHubRestarts: 1}, start: time.Now(), res: &Result{}, sampler: fleetsim.NewSampler(time.Hour),
+		restartBackoff: 10 * time.Millisecond, phaseName: "write works"}
+	b.sampler.Watch(hubName, p.PID())
+	firstPID := p.PID()
+	ctx, fail := context.WithCancelCause(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); b.supervise(ctx, h, fail) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("supervision did not give up on a process that keeps exiting")
+	}
+	cause := context.Cause(ctx)
+	if cause == nil || !strings.Contains(cause.Error(), "exited 2 times") || !strings.Contains(cause.Error(), "lost my lease") {
+		t.Errorf("cause %v; want one counting 2 exits and quoting the log", cause)
+	}
+	if len(b.res.HubRestarts) != 2 || b.res.HubRestarts[0].Phase != "write works" || b.res.HubRestarts[0].Exit != "exit status 3" {
+		t.Errorf("restarts %+v; want 2, in phase write works, exit status 3", b.res.HubRestarts)
+	}
+	if p.Runs() != 2 || p.PID() == firstPID {
+		t.Errorf("%d runs, pid %d (first %d); want it started once more", p.Runs(), p.PID(), firstPID)
+	}
+}
+
+// A wait that does not end in time says what it waited for and how far it got.
+func TestWaitNamesWhatAndHowFar(t *testing.T) {
+	b := &bench{o: &options{}, start: time.Now()}
+	err := b.waitFor(t.Context(), "the moon", 200*time.Millisecond, func() string { return "3 of 4 craters" },
+		func(context.Context) (bool, error) { return false, nil })
+	if err == nil || !strings.Contains(err.Error(), "the moon") || !strings.Contains(err.Error(), "3 of 4 craters") {
+		t.Errorf("error %v; want one naming the moon and 3 of 4 craters", err)
+	}
+}
+
+// A work counts as rewritten when its generation moved; it is the changed AppConfig's or another's
+// by the hub's label; the time is the changed AppConfig's last.
+func TestRewrites(t *testing.T) {
+	t0 := time.Now()
+	work := func(cluster, app string, gen int64, seen time.Time) *fleetsim.Work {
+		w := &fleetsim.Work{Seen: seen}
+		w.Namespace, w.Name, w.Generation = cluster, namespace+"."+app, gen
+		w.Labels = map[string]string{hub.LabelAppConfigName: app}
+		return w
+	}
+	works := []*fleetsim.Work{
+		work("c1", "app-0", 2, t0.Add(time.Second)),
+		work("c2", "app-0", 2, t0.Add(3*time.Second)),
+		work("c3", "app-0", 1, t0.Add(9*time.Second)), // not yet
+		work("c1", "app-1", 5, t0.Add(5*time.Second)), // should not have moved
+		work("c2", "app-1", 4, t0.Add(7*time.Second)),
+	}
+	before := map[string]int64{}
+	for _, w := range works {
+		before[w.Key()] = 1
+	}
+	before["c2/"+namespace+".app-1"] = 4
+	each := func(f func(*fleetsim.Work)) {
+		for _, w := range works {
+			f(w)
+		}
+	}
+	ofApp, others, last := rewrites(each, before, "app-0")
+	if ofApp != 2 || others != 1 || !last.Equal(t0.Add(3*time.Second)) {
+		t.Errorf("rewrites = %d of app-0, %d others, last at +%v; want 2, 1, +3s", ofApp, others, last.Sub(t0))
+	}
+}
+
+func TestHubArgs(t *testing.T) {
+	got, err := hubArgOverrides([]string{"--workers=20", "--leader-elect", "--v=2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].Flag != "workers" || got[0].Value != "20" || got[1].Value != "true" || !got[2].Add {
+		t.Errorf("overrides %+v", got)
+	}
+	for _, bad := range []string{"workers=20", "-w", "--=x"} {
+		if _, err := hubArgOverrides([]string{bad}); err == nil {
+			t.Errorf("--hub-arg %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Result is what the benchmark measured, as --json writes it. Times are seconds, sizes bytes. A run
+// that failed has Error set and the figures of the phases it got through.
+type Result struct {
+	Machine   Machine         `json:"machine"`
+	Config    Config          `json:"config"`
+	Register  *RegisterResult `json:"register,omitempty"`
+	Works     *WorksResult    `json:"works,omitempty"`
+	Initial   *InitialResult  `json:"initialStatus,omitempty"`
+	Degrade   *LagResult      `json:"degrade,omitempty"`
+	Heal      *LagResult      `json:"heal,omitempty"`
+	Change    *ChangeResult   `json:"componentChange,omitempty"`
+	Largest   *SizeResult     `json:"largestAppConfig,omitempty"`
+	Processes []ProcessResult `json:"processes,omitempty"`
+	// HubRestarts are the times ferry-hub exited on its own and was started again.
+	HubRestarts []RestartResult `json:"hubRestarts,omitempty"`
+	// EtcdDataBytes is the size of etcd's data directory at the end (its database and WAL).
+	EtcdDataBytes uint64         `json:"etcdDataBytes,omitempty"`
+	Phases        []PhaseResult  `json:"phases,omitempty"`
+	Targets       []TargetResult `json:"targets,omitempty"`
+	Error         string         `json:"error,omitempty"`
+}
+
+// Machine is what the benchmark ran on.
+type Machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpuModel,omitempty"`
+	MemBytes uint64 `json:"memBytes,omitempty"`
+	Kernel   string `json:"kernel,omitempty"`
+	Go       string `json:"go"`
+	// Commit is the checkout's commit (git describe --always --dirty).
+	Commit string `json:"commit,omitempty"`
+	// LoadAverage is /proc/loadavg's 1, 5 and 15 minute load averages when the run started and
+	// ended: a load above the processes of the benchmark means something else shared the machine.
+	LoadAverageStart string `json:"loadAverageStart,omitempty"`
+	LoadAverageEnd   string `json:"loadAverageEnd,omitempty"`
+}
+
+// Config is what the benchmark ran with.
+type Config struct {
+	Clusters          int      `json:"clusters"`
+	AppConfigs        int      `json:"appConfigs"`
+	Works             int      `json:"works"`
+	StatusRate        float64  `json:"statusRate"`
+	InitialStatusRate float64  `json:"initialStatusRate"`
+	LagWrites         int      `json:"lagWrites"`
+	HubArgs           []string `json:"hubArgs,omitempty"`
+	HubShards         int      `json:"hubShards"`
+}
+
+type RegisterResult struct {
+	Clusters int     `json:"clusters"`
+	Seconds  float64 `json:"seconds"`
+}
+
+// WorksResult: from the first AppConfig created until the last of the N×M works was seen.
+type WorksResult struct {
+	Count     int     `json:"count"`
+	Seconds   float64 `json:"seconds"`
+	PerSecond float64 `json:"perSecond"`
+	// HubWritesPerWork is ferry-hub's API writes in the phase per work written.
+	HubWritesPerWork float64 `json:"hubWritesPerWork"`
+}
+
+// InitialResult: every work's first report, at the initial rate, until every summary says N/N.
+type InitialResult struct {
+	Writes       int     `json:"writes"`
+	WriteSeconds float64 `json:"writeSeconds"`
+	// SummarySeconds is from the first write until every AppConfig's summary showed every cluster
+	// applied, available and healthy.
+	SummarySeconds float64 `json:"summarySeconds"`
+}
+
+// LagResult: status writes at the status rate and how long each took to show in its AppConfig's
+// summary.
+type LagResult struct {
+	Writes       int     `json:"writes"`
+	WriteSeconds float64 `json:"writeSeconds"`
+	// Rate is the writes a second reached: the status rate, unless the API server was slower.
+	Rate          float64 `json:"rate"`
+	MedianSeconds float64 `json:"medianSeconds"`
+	P99Seconds    float64 `json:"p99Seconds"`
+	MaxSeconds    float64 `json:"maxSeconds"`
+	// LastWriteSeconds is from the last write's acknowledgement until every summary showed the
+	// phase's final count.
+	LastWriteSeconds float64 `json:"lastWriteToSummarySeconds"`
+	HubWrites        float64 `json:"hubWrites"`
+}
+
+// ChangeResult: web-0's image changed; which works the hub rewrote.
+type ChangeResult struct {
+	// Expected is N: every work of app-0.
+	Expected int `json:"expected"`
+	// Rewritten counts the works whose generation changed; OfApp those of app-0, Others the rest.
+	Rewritten int `json:"rewritten"`
+	OfApp     int `json:"rewrittenOfApp0"`
+	Others    int `json:"rewrittenOthers"`
+	// Seconds is from the Component update until the last of app-0's works was rewritten.
+	Seconds float64 `json:"seconds"`
+	// HubWrites is ferry-hub's API writes from the update until it was idle again (works, revision,
+	// status, events, and its leader-election renewals meanwhile).
+	HubWrites float64 `json:"hubWrites"`
+}
+
+type SizeResult struct {
+	Name  string `json:"name"`
+	Bytes int    `json:"bytes"`
+}
+
+// ProcessResult is what was sampled of a process over the whole run.
+type ProcessResult struct {
+	Name       string  `json:"name"`
+	PeakRSS    uint64  `json:"peakRSSBytes"`
+	HWM        uint64  `json:"hwmBytes"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+}
+
+// PhaseResult is where time, processor time and memory went in one phase.
+type PhaseResult struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+	// HubWrites is ferry-hub's API writes in the phase.
+	HubWrites float64 `json:"hubWrites"`
+	// CPUSeconds is the processor time each process used in the phase, by process.
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+	// HubRSS and HubHeap are ferry-hub's resident memory and Go heap in use at the end of the phase.
+	HubRSS  uint64 `json:"hubRSSBytes"`
+	HubHeap uint64 `json:"hubHeapInUseBytes"`
+	// APIServer are the requests kube-apiserver spent most time serving in the phase, from anyone.
+	APIServer []RequestStat `json:"apiServerTopRequests,omitempty"`
+}
+
+// TargetResult is one of issue 11's targets and whether this run met it.
+type TargetResult struct {
+	Target string `json:"target"`
+	Got    string `json:"got"`
+	Met    bool   `json:"met"`
+}
+
+func newResult(o *options) *Result {
+	return &Result{Machine: machine(), Config: Config{
+		Clusters: o.clusters, AppConfigs: o.appConfigs, Works: o.clusters * o.appConfigs, StatusRate: o.statusRate,
+		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards,
+	}}
+}
+
+// machine describes this machine from /proc and the build.
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadAverageStart: loadAverage()}
+	m.CPUModel = procField("/proc/cpuinfo", "model name")
+	if kb := procField("/proc/meminfo", "MemTotal"); kb != "" {
+		var n uint64
+		if _, err := fmt.Sscanf(kb, "%d kB", &n); err == nil {
+			m.MemBytes = n * 1024
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	// Read-only; empty outside a checkout.
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages of /proc/loadavg, or "".
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// procField is the value of the first "key: value" line of a /proc file, or "".
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// writeJSON writes the result to path, making its directory.
+func (r *Result) writeJSON(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode the result: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write the result: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write the result: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package fleetsim
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/retry"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+)
+
+// Agents play the agents of every cluster of the fleet at once: they write ManifestWork status through
+// the status subresource, as ferry-agent does, at a bounded rate and with a bounded number of writes in
+// flight, so that what a benchmark measures is the hub's answer to a known load.
+type Agents struct {
+	client      workclient.Interface
+	limiter     flowcontrol.RateLimiter
+	concurrency int
+	written     atomic.Int64
+}
+
+// AgentOptions configures NewAgents.
+type AgentOptions struct {
+	// Rate is how many status writes a second the fleet sends at most; it must be positive.
+	Rate float64
+	// Concurrency is how many writes are in flight at most; default 32, enough for a few hundred writes
+	// a second at the API latencies of a busy local hub.
+	Concurrency int
+}
+
+// NewAgents returns agents that write through client (give it a FastConfig: the limit is Rate).
+func NewAgents(client workclient.Interface, opts AgentOptions) (*Agents, error) {
+	if opts.Rate <= 0 {
+		return nil, fmt.Errorf("agents: rate %v: want a positive number of writes a second", opts.Rate)
+	}
+	// A burst of one: the writes come evenly spaced, so that the hub sees the rate and not bursts.
+	return &Agents{client: client, limiter: flowcontrol.NewTokenBucketRateLimiter(float32(opts.Rate), 1),
+		concurrency: cmp.Or(opts.Concurrency, 32)}, nil
+}
+
+// Write writes the status Status(w, h) to the work w, waiting for the rate limit first. The write is
+// a merge patch of the whole status: it replaces what the agent reported before, as the agent's
+// update does, without a read first and without conflicting with the hub's writes of the spec. A
+// work written for a generation the hub has since replaced reports on the old one, as a real agent
+// that has not caught up does. Transient API errors (throttling, timeouts) are retried.
+func (a *Agents) Write(ctx context.Context, w *Work, h Health) error {
+	if err := a.limiter.Wait(ctx); err != nil {
+		return fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
+	}
+	patch, err := json.Marshal(map[string]any{"status": Status(w, h, time.Now())})
+	if err != nil {
+		return fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
+	}
+	err = retry.OnError(wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1}, transient, func() error {
+		_, err := a.client.WorkV1().ManifestWorks(w.Namespace).Patch(ctx, w.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write %s status of ManifestWork %s: %w", h, w.Key(), err)
+	}
+	a.written.Add(1)
+	return nil
+}
+
+// Written counts the writes the agents have had acknowledged so far, for a person watching a long
+// batch go.
+func (a *Agents) Written() int64 { return a.written.Load() }
+
+// WriteAll writes status h to every work, at the agents' rate, and returns when each write was
+// acknowledged, by the work's index. The first failure stops the rest.
+func (a *Agents) WriteAll(ctx context.Context, works []*Work, h Health) ([]time.Time, error) {
+	done := make([]time.Time, len(works))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.concurrency)
+	for i, w := range works {
+		g.Go(func() error {
+			if err := a.Write(ctx, w, h); err != nil {
+				return err
+			}
+			done[i] = time.Now()
+			return nil
+		})
+	}
+	return done, g.Wait()
+}
+
+// transient errors are worth another try: the API server was busy, not the write wrong.
+func transient(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+}

@@ -1,0 +1,10 @@
+// Package fleetsim puts a simulated fleet of managed clusters on a real hub, for benchmarks that run
+// ferry-hub against thousands of clusters without running thousands of agents. RegisterClusters is
+// the entry point: it registers N ManagedClusters, labelled so that an AppConfig's clusterSelector
+// picks them. A WorkTracker then follows every ManifestWork the hub writes (slimmed to what an agent
+// needs), Agents write each work's status as ferry-agent writes it — healthy or degraded, rate
+// limited — and an AppConfigWatcher records each AppConfig's summary as it changes, from which Lags
+// computes how long the hub took to show each status write. Sampler (peak RSS and CPU time of a
+// process, from /proc) and ScrapeMetrics (a controller's Prometheus metrics: API writes, work queues)
+// measure what the hub spends.
+package fleetsim

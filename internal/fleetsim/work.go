@@ -1,0 +1,106 @@
+package fleetsim
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// Work is what a simulated agent needs to know of a ManifestWork to report on it: which generation
+// to report on and what each manifest of its spec is. It is a few hundred bytes where the work is
+// kilobytes, so that 100,000 of them fit in a benchmark's memory.
+type Work struct {
+	// ObjectMeta keeps the work's name, namespace (its cluster), generation, labels and
+	// resourceVersion; nothing else.
+	metav1.ObjectMeta
+	// Manifests are the work's manifests in the order of spec.workload.manifests.
+	Manifests []Manifest
+	// Seen is when this generation of the work was first seen (by a WorkTracker; zero otherwise).
+	Seen time.Time
+}
+
+// Manifest is one manifest of a work as its agent reports it.
+type Manifest struct {
+	// Meta identifies the manifest in the work's status: its ordinal and what object it is.
+	Meta workv1.ManifestResourceMeta
+	// Feedback: the work's manifestConfigs ask for WellKnownStatus feedback of this object (the hub
+	// asks it for every workload).
+	Feedback bool
+	// Replicas is the object's spec.replicas (1 when it has none): what a ready Deployment reports.
+	Replicas int64
+}
+
+// Key is the work's namespace/name.
+func (w *Work) Key() string { return w.Namespace + "/" + w.Name }
+
+// WorkOf is the slim view of mw. A manifest that cannot be decoded is an error: the hub never writes
+// one, and a simulated agent could not say what it is.
+func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
+	w := &Work{ObjectMeta: metav1.ObjectMeta{
+		Name: mw.Name, Namespace: mw.Namespace, Generation: mw.Generation, Labels: mw.Labels,
+		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
+	}}
+	for i, raw := range mw.Spec.Workload.Manifests {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Metadata   struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+			Spec struct {
+				Replicas *int64 `json:"replicas"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
+		}
+		gv, err := schema.ParseGroupVersion(obj.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
+		}
+		m := Manifest{
+			Meta: workv1.ManifestResourceMeta{Ordinal: int32(i), Group: gv.Group, Version: gv.Version, Kind: obj.Kind,
+				Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace},
+			Replicas: 1,
+		}
+		if obj.Spec.Replicas != nil {
+			m.Replicas = *obj.Spec.Replicas
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(obj.Kind))
+		m.Meta.Resource = plural.Resource
+		if cfg := configOf(mw.Spec.ManifestConfigs, m.Meta); cfg != nil {
+			// The hub named the resource from its REST mapper, as an agent's would map it.
+			m.Meta.Resource = cfg.ResourceIdentifier.Resource
+			for _, rule := range cfg.FeedbackRules {
+				m.Feedback = m.Feedback || rule.Type == workv1.WellKnownStatusType
+			}
+		}
+		w.Manifests = append(w.Manifests, m)
+	}
+	return w, nil
+}
+
+// configOf is the manifest config of the object m names: the one of its group, namespace and name,
+// and of the resource guessed from its kind when several are (two kinds of one group may share a name).
+func configOf(configs []workv1.ManifestConfigOption, m workv1.ManifestResourceMeta) *workv1.ManifestConfigOption {
+	var found *workv1.ManifestConfigOption
+	for i := range configs {
+		id := configs[i].ResourceIdentifier
+		if id.Group != m.Group || id.Namespace != m.Namespace || id.Name != m.Name {
+			continue
+		}
+		if id.Resource == m.Resource {
+			return &configs[i]
+		}
+		if found == nil {
+			found = &configs[i]
+		}
+	}
+	return found
+}

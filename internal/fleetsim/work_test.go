@@ -1,0 +1,44 @@
+package fleetsim
+
+import (
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// WorkOf keeps what an agent reports on: each manifest's ordinal and identity, the resource the hub
+// named in its config, whether feedback is asked, and the replicas a ready workload reports.
+func TestWorkOfKeepsWhatTheAgentReportsOn(t *testing.T) {
+	mw := hubWork("c7", 2)
+	// A manifest without a config: its resource is the conventional plural; without spec.replicas
+	// a workload has one.
+	mw.Spec.Workload.Manifests = append(mw.Spec.Workload.Manifests,
+		workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"shop"}}`)}})
+	mw.Spec.ManifestConfigs[0].ResourceIdentifier.Resource = "deployments.special" // what a REST mapper said
+	w, err := WorkOf(mw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Manifest{
+		{Meta: workv1.ManifestResourceMeta{Ordinal: 0, Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments.special", Name: "web", Namespace: "shop"},
+			Feedback: true, Replicas: 2},
+		{Meta: workv1.ManifestResourceMeta{Ordinal: 1, Version: "v1", Kind: "Service", Resource: "services", Name: "web", Namespace: "shop"}, Replicas: 1},
+		{Meta: workv1.ManifestResourceMeta{Ordinal: 2, Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Name: "cfg", Namespace: "shop"}, Replicas: 1},
+	}
+	if got := w.Manifests; !reflect.DeepEqual(got, want) {
+		t.Errorf("manifests:\n got %+v\nwant %+v", got, want)
+	}
+	if w.Key() != "c7/shop.web" || w.Generation != 2 || w.Labels["ferry.io/appconfig-name"] != "web" {
+		t.Errorf("work %s generation %d labels %v; want c7/shop.web, 2, the hub's labels", w.Key(), w.Generation, w.Labels)
+	}
+}
+
+func TestWorkOfRefusesAManifestItCannotRead(t *testing.T) {
+	mw := hubWork("c7", 1)
+	mw.Spec.Workload.Manifests[1].Raw = []byte(`{"apiVersion":`)
+	if _, err := WorkOf(mw); err == nil {
+		t.Fatal("WorkOf accepted a manifest that is not JSON")
+	}
+}
