@@ -53,7 +53,7 @@ func (b *bench) supervise(ctx context.Context, h *hubProcess, fail context.Cance
 			LastWords: h.LogTail(3)}
 		restarts := b.recordRestart(r)
 		b.logf("%s exited in phase %q (%s); its log %s ends:\n%s", h.Name, r.Phase, r.Exit, h.Log, indent(r.LastWords))
-		if false {
+		if restarts > b.o.maxHubRestarts {
 			fail(fmt.Errorf("ferry-hub exited %d times, more than --max-hub-restarts=%d; last %s (%s), its log %s ends:\n%s",
 				restarts, b.o.maxHubRestarts, h.Name, r.Exit, h.Log, indent(r.LastWords)))
 			return
