@@ -166,8 +166,10 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 		t.Fatal(err) // a change after them: once the hub shows it, it has seen the repeats too
 	}
 	got = waitSummary("the first degraded cluster healed", summarized(clusters, clusters-degraded+1))
-	if w := hubWrites.Load() - before; w > 1 {
-		t.Errorf("the hub wrote %d times for unchanged reports and one change, want at most 1 (the AppConfig's status)", w)
+	// One write for the change; one more may be the previous phase's last status write still on its
+	// way. A write per unchanged report would be fifty.
+	if w := hubWrites.Load() - before; w > 2 {
+		t.Errorf("the hub wrote %d times for 50 unchanged reports and one change, want at most 2 (the AppConfig's status)", w)
 	}
 	checkListed(t, got, sickNames[1:v1alpha2.MaxClustersListed+1], degraded-1-v1alpha2.MaxClustersListed)
 
