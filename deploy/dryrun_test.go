@@ -17,7 +17,8 @@ import (
 // `kubectl apply -k` would send it: the hub's to a hub, the agent's to a spoke. Namespaces and CRDs
 // are applied for real first, because in a dry run they would not exist for the objects after them.
 // Each Deployment's pod is then dry-run created in its namespace, where the restricted Pod Security
-// Standard is enforced, and the ServiceAccount is asked whether its bindings grant it what it needs.
+// Standard is enforced, and the ServiceAccount is asked whether its bindings grant it what it needs;
+// the hub's leader election is checked to be served at leader-election priority.
 func TestInstallsApplyToRealAPIServers(t *testing.T) {
 	kubectl(t)
 	env := localcluster.StartForTest(t, localcluster.Options{Spokes: []localcluster.ClusterSpec{{Name: "cluster1"}}})
@@ -52,6 +53,9 @@ func TestInstallsApplyToRealAPIServers(t *testing.T) {
 			apply(t, kubeconfig, objs, "")
 			for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
 				checkGrants(t, kubeconfig, d)
+			}
+			if in.cluster == hubCluster {
+				checkHubLeaderElectionPriority(t, env.Hub.Config, ofKind[appsv1.Deployment](t, objs, "Deployment")[0])
 			}
 		})
 	}

@@ -2,11 +2,13 @@ package deploy
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // imageNames are the images hack/image builds, one per binary, by Deployment name.
@@ -118,9 +120,32 @@ func checkResources(t *testing.T, d *appsv1.Deployment) {
 				t.Errorf("container %s of %s requests no %s", c.Name, d.Name, r)
 			}
 		}
-		if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.IsZero() {
+		limit, ok := c.Resources.Limits[corev1.ResourceMemory]
+		if !ok || limit.IsZero() {
 			t.Errorf("container %s of %s has no memory limit", c.Name, d.Name)
+			continue
 		}
+		checkGoMemLimit(t, d, c, limit)
+	}
+}
+
+// checkGoMemLimit checks that the Go runtime is told of the container's memory limit, a margin below
+// it: without GOMEMLIMIT the heap may double its live size before a collection, past the limit.
+func checkGoMemLimit(t *testing.T, d *appsv1.Deployment, c corev1.Container, limit resource.Quantity) {
+	t.Helper()
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+	if i < 0 {
+		t.Errorf("container %s of %s sets no GOMEMLIMIT below its memory limit %s", c.Name, d.Name, limit.String())
+		return
+	}
+	v := c.Env[i].Value
+	bytes, err := goMemLimitBytes(v)
+	if err != nil {
+		t.Errorf("container %s of %s: GOMEMLIMIT %q: %v", c.Name, d.Name, v, err)
+		return
+	}
+	if ratio := float64(bytes) / limit.AsApproximateFloat64(); ratio < 0.75 || ratio > 0.95 {
+		t.Errorf("container %s of %s: GOMEMLIMIT %s is %.0f%% of its memory limit %s, want 75–95%%", c.Name, d.Name, v, 100*ratio, limit.String())
 	}
 }
 
@@ -138,4 +163,16 @@ func deref[T any](v *T) any {
 		return "unset"
 	}
 	return *v
+}
+
+// goMemLimitBytes reads a GOMEMLIMIT value as the Go runtime does: an integer and a unit among B,
+// KiB, MiB, GiB and TiB (none is bytes).
+func goMemLimitBytes(v string) (int64, error) {
+	for i, unit := range []string{"TiB", "GiB", "MiB", "KiB", "B"} {
+		if n, ok := strings.CutSuffix(v, unit); ok {
+			q, err := strconv.ParseInt(n, 10, 64)
+			return q << (10 * (4 - i)), err
+		}
+	}
+	return strconv.ParseInt(v, 10, 64)
 }
