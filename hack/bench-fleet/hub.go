@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 	"github.com/ferry-mc/ferry/internal/fleetsim"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/shipped"
-	"github.com/ferry-mc/ferry/manifests"
 )
 
 // hubProcess is one ferry-hub process: the hub, or one shard of it.
@@ -72,21 +72,8 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 	if err != nil {
 		return nil, err
 	}
-	in, err := shipped.Render(ctx, filepath.Join(o.deployDir, "hub"))
-	if err != nil {
-		return nil, err
-	}
-	// internal/localcluster installed the hub's CRDs from manifests/ when it started the hub.
-	crds, err := manifests.HubCRDs()
-	if err != nil {
-		return nil, err
-	}
-	if err := in.ApplyTo(ctx, env.Hub.Name, env.Hub.Config, crds); err != nil {
-		return nil, err
-	}
 	// In the environment's directory, which goes with it.
-	kubeconfig := filepath.Join(env.Dir, "ferry-hub.kubeconfig")
-	user, err := shipped.ServiceAccountKubeconfig(ctx, env.Hub.Name, env.Hub.Config, in.Deployment, kubeconfig)
+	hub, err := shipped.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, filepath.Join(env.Dir, "ferry-hub.kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
@@ -94,32 +81,21 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 	if err != nil {
 		return nil, err
 	}
-	d := in.Deployment
 	var started []*hubProcess
 	for i := range o.hubShards {
-		binds, health, metrics, err := shipped.LoopbackServers()
-		if err != nil {
-			return started, err
-		}
-		// In a pod, ferry-hub finds its ServiceAccount's in-cluster configuration instead.
-		overrides := append(binds, shipped.Add("kubeconfig", kubeconfig))
-		overrides = append(overrides, extra...)
+		overrides := extra
 		name, logPath := "ferry-hub", o.hubLog
 		if o.hubShards > 1 {
-			overrides = append(overrides, shipped.Add("shard-index", strconv.Itoa(i)), shipped.Add("shard-count", strconv.Itoa(o.hubShards)))
+			overrides = append(slices.Clip(extra), shipped.Add("shard-index", strconv.Itoa(i)), shipped.Add("shard-count", strconv.Itoa(o.hubShards)))
 			name = fmt.Sprintf("ferry-hub-%d", i)
 			ext := filepath.Ext(o.hubLog)
 			logPath = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(o.hubLog, ext), i, ext)
 		}
-		cmd, err := in.Command(shipped.Process{
-			Binary:    binary,
-			Fields:    shipped.PodFields(d.Namespace, fmt.Sprintf("%s-%d", d.Name, i)),
-			Overrides: overrides,
-		})
+		cmd, health, metrics, err := hub.Command(binary, strconv.Itoa(i), overrides...)
 		if err != nil {
 			return started, err
 		}
-		p, err := childproc.Start(cmd, fmt.Sprintf("%s as %s", name, user), logPath)
+		p, err := childproc.Start(cmd, fmt.Sprintf("%s as %s", name, hub.User), logPath)
 		if err != nil {
 			return started, err
 		}

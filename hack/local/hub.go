@@ -8,48 +8,25 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/shipped"
-	"github.com/ferry-mc/ferry/manifests"
 )
 
 // startHub installs deploy/hub on the hub, all but its Deployment, and runs the real ferry-hub binary
 // as that Deployment's container: its args and env, as its ServiceAccount, so that it has exactly
 // deploy/hub's RBAC and a permission it lacks shows here first.
 func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (*process, error) {
-	in, err := shipped.Render(ctx, filepath.Join(o.deployDir, "hub"))
-	if err != nil {
-		return nil, err
-	}
-	// internal/localcluster installs the hub's CRDs from manifests/ when it starts the hub.
-	crds, err := manifests.HubCRDs()
-	if err != nil {
-		return nil, err
-	}
-	if err := in.ApplyTo(ctx, env.Hub.Name, env.Hub.Config, crds); err != nil {
-		return nil, err
-	}
 	kubeconfig, err := filepath.Abs(o.path("hub-controller.kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
-	user, err := shipped.ServiceAccountKubeconfig(ctx, env.Hub.Name, env.Hub.Config, in.Deployment, kubeconfig)
+	hub, err := shipped.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	binds, health, metrics, err := shipped.LoopbackServers()
+	cmd, health, metrics, err := hub.Command(o.binaryPath("ferry-hub"), env.Hub.Name)
 	if err != nil {
 		return nil, err
 	}
-	d := in.Deployment
-	cmd, err := in.Command(shipped.Process{
-		Binary: o.binaryPath("ferry-hub"),
-		Fields: shipped.PodFields(d.Namespace, d.Name+"-"+env.Hub.Name),
-		// In a pod, ferry-hub finds its ServiceAccount's in-cluster configuration instead.
-		Overrides: append(binds, shipped.Add("kubeconfig", kubeconfig)),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return startProcess(cmd, fmt.Sprintf("ferry-hub on %s as %s", env.Hub.Name, user), o.path("hub-controller.log"), health, metrics)
+	return startProcess(cmd, fmt.Sprintf("ferry-hub on %s as %s", env.Hub.Name, hub.User), o.path("hub-controller.log"), health, metrics)
 }
 
 // binaryPath is the binary of that name: for ferry-agent --agent-binary if given; otherwise the one

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
 // Work is what a simulated agent needs to know of a ManifestWork to report on it: which generation
@@ -46,34 +46,23 @@ func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
 		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
 	}}
 	for i, raw := range mw.Spec.Workload.Manifests {
-		var obj struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-			Metadata   struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
+		id, err := v1alpha2.IdentifyManifest(raw)
+		if err != nil {
+			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
+		}
+		id.Ordinal = int32(i)
+		var replicas struct {
 			Spec struct {
 				Replicas *int64 `json:"replicas"`
 			} `json:"spec"`
 		}
-		if err := json.Unmarshal(raw.Raw, &obj); err != nil {
+		if err := json.Unmarshal(raw.Raw, &replicas); err != nil {
 			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
 		}
-		gv, err := schema.ParseGroupVersion(obj.APIVersion)
-		if err != nil {
-			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
+		m := Manifest{Meta: id, Replicas: 1}
+		if r := replicas.Spec.Replicas; r != nil {
+			m.Replicas = *r
 		}
-		m := Manifest{
-			Meta: workv1.ManifestResourceMeta{Ordinal: int32(i), Group: gv.Group, Version: gv.Version, Kind: obj.Kind,
-				Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace},
-			Replicas: 1,
-		}
-		if obj.Spec.Replicas != nil {
-			m.Replicas = *obj.Spec.Replicas
-		}
-		plural, _ := meta.UnsafeGuessKindToResource(gv.WithKind(obj.Kind))
-		m.Meta.Resource = plural.Resource
 		if cfg := configOf(mw.Spec.ManifestConfigs, m.Meta); cfg != nil {
 			// The hub named the resource from its REST mapper, as an agent's would map it.
 			m.Meta.Resource = cfg.ResourceIdentifier.Resource

@@ -1,12 +1,9 @@
 package statusview
 
 import (
-	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -70,7 +67,7 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 // work's manifestConfigs, its conditions and feedback from report (nil: none).
 func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.ManifestCondition) Manifest {
 	m := Manifest{Ordinal: ordinal}
-	id, decodeErr := identify(mw.Spec.Workload.Manifests[ordinal])
+	id, decodeErr := v1alpha2.IdentifyManifest(mw.Spec.Workload.Manifests[ordinal])
 	if decodeErr != nil && report != nil {
 		// The agent could tell what it is (or says why it could not): take its word.
 		id = report.ResourceMeta
@@ -115,37 +112,6 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 		m.Reason, m.Message = ReasonHealthNotReported, "no Progressing and Degraded conditions for the work's current generation"
 	}
 	return m
-}
-
-// identify reads what a manifest is from its content; the resource name is guessed from the kind,
-// as the hub does when it cannot map a kind (the agent's report, when there is one, has the real one).
-func identify(manifest workv1.Manifest) (workv1.ManifestResourceMeta, error) {
-	raw := manifest.Raw
-	if raw == nil && manifest.Object != nil {
-		var err error
-		if raw, err = json.Marshal(manifest.Object); err != nil {
-			return workv1.ManifestResourceMeta{}, fmt.Errorf("encode manifest: %w", err)
-		}
-	}
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return workv1.ManifestResourceMeta{}, fmt.Errorf("decode manifest: %w", err)
-	}
-	gv, err := schema.ParseGroupVersion(obj.APIVersion)
-	if err != nil {
-		return workv1.ManifestResourceMeta{}, fmt.Errorf("decode manifest: %w", err)
-	}
-	gvk := gv.WithKind(obj.Kind)
-	plural, _ := meta.UnsafeGuessKindToResource(gvk)
-	return workv1.ManifestResourceMeta{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural.Resource,
-		Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}, nil
 }
 
 func sameObject(a, b workv1.ManifestResourceMeta) bool {

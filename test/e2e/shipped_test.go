@@ -117,35 +117,15 @@ func render(t *testing.T, dir string) *shipped.Install {
 // ferry-hub is ready.
 func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
 	t.Helper()
-	in := render(t, "hub")
-	// The hub serves the CRDs of manifests/ from its start (internal/localcluster).
-	crds, err := manifests.HubCRDs()
+	h, err := shipped.InstallHub(t.Context(), filepath.Join(repoRoot(t), "deploy"), hub.Name, hub.Config, filepath.Join(t.TempDir(), "ferry-hub.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := in.ApplyTo(t.Context(), hub.Name, hub.Config, crds); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "ferry-hub.kubeconfig")
-	user, err := shipped.ServiceAccountKubeconfig(t.Context(), hub.Name, hub.Config, in.Deployment, kubeconfig)
+	cmd, health, _, err := h.Command(binary, hub.Name, overrides...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binds, health, _, err := shipped.LoopbackServers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := in.Deployment
-	cmd, err := in.Command(shipped.Process{
-		Binary: binary,
-		Fields: shipped.PodFields(d.Namespace, d.Name+"-"+hub.Name),
-		// In a pod, ferry-hub finds its ServiceAccount's in-cluster configuration instead.
-		Overrides: append(append(binds, shipped.Add("kubeconfig", kubeconfig)), overrides...),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := runUntilTestEnds(t, cmd, fmt.Sprintf("ferry-hub on %s as %s", hub.Name, user), logPath)
+	p := runUntilTestEnds(t, cmd, fmt.Sprintf("ferry-hub on %s as %s", hub.Name, h.User), logPath)
 	p.waitReady(health)
 	return p
 }
