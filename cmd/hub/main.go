@@ -76,6 +76,7 @@ func newCommand() *cobra.Command {
 	f.Float32Var(&qps, "kube-api-qps", hub.DefaultKubeAPIQPS, "Requests per second to the hub's API server.")
 	f.IntVar(&burst, "kube-api-burst", hub.DefaultKubeAPIBurst, "Burst of requests to the hub's API server.")
 	f.IntVar(&o.Workers, "workers", o.Workers, "Number of ApplicationConfigurations reconciled in parallel.")
+	f.DurationVar(&o.ReportBatch, "report-batch", hub.DefaultReportBatch, "How long agents' status reports of an AppConfig's ManifestWorks are gathered before its status is folded again: a fleet's stream of reports costs one reconcile per AppConfig per period, and the AppConfig's summary is at most this much behind its works. A change of a work's spec, labels or deletion is not batched.")
 	f.IntVar(&o.EarlierRevisionsKept, "earlier-revisions-kept", o.EarlierRevisionsKept, "For a component with a revisionEnabled trait (a rollout), how many earlier revisions' workloads stay on the clusters beside the current one; older ones are removed.")
 	f.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "host:port to serve Prometheus metrics on; 0 turns them off.")
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")

@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -65,12 +67,18 @@ type AppConfigReconciler struct {
 	Recorder events.EventRecorder
 	// Shard is which AppConfigs this hub delivers; the zero value is all of them.
 	Shard Shard
+	// ReportBatch is how long agents' status reports are gathered before the AppConfig is
+	// reconciled for them; 0 means DefaultReportBatch.
+	ReportBatch time.Duration
 
 	// Patch-trait kinds are known only once an AppConfig uses them: each gets a watch then.
 	controller controller.Controller
 	cache      cache.Cache
 	byLabels   handler.EventHandler
 	watched    sync.Map // schema.GroupVersionKind → true
+	// The cache's own works (indexed by AppConfig) and ManagedClusters, read without a List's copies.
+	cachedWorks cachedObjects[*workv1.ManifestWork]
+	clusters    ClusterLister
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
@@ -84,15 +92,25 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.cache = mgr.GetCache()
 	// An AppConfig's ManifestWorks by an index, not by filtering every work in the cache by label.
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workv1.ManifestWork{}, workIndex, func(o client.Object) []string {
-		ns, name := o.GetLabels()[LabelAppConfigNamespace], o.GetLabels()[LabelAppConfigName]
-		if ns == "" || name == "" {
-			return nil
-		}
-		return []string{ns + "/" + name}
-	}); err != nil {
-		return fmt.Errorf("index ManifestWorks by AppConfig: %w", err)
+	var err error
+	r.cachedWorks, err = cachedObjectsOf(context.Background(), r.cache, &workv1.ManifestWork{}, toolscache.Indexers{
+		workIndex: func(o any) ([]string, error) {
+			if obj, ok := o.(client.Object); ok {
+				if app, ok := appConfigOfLabels(obj); ok {
+					return []string{app.String()}, nil
+				}
+			}
+			return nil, nil
+		},
+	})
+	if err != nil {
+		return err
 	}
+	cachedClusters, err := cachedObjectsOf(context.Background(), r.cache, &managedCluster{}, nil)
+	if err != nil {
+		return err
+	}
+	r.clusters = func(context.Context) ([]*clusterv1.ManagedCluster, error) { return cachedClusters.all() }
 	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if app, ok := appConfigOfLabels(o); ok {
 			return []reconcile.Request{{NamespacedName: app}}
@@ -102,7 +120,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A ManifestWork of an AppConfig's name that Ferry did not write for it blocks the AppConfig's
 	// delivery to that cluster, and the index does not see it: its name finds the AppConfig, so that
 	// deleting or relabelling it brings the AppConfig back at once.
-	byLabelsOrName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	labelsOrName := func(_ context.Context, o client.Object) []reconcile.Request {
 		var out []reconcile.Request
 		labelled, ok := appConfigOfLabels(o)
 		if ok {
@@ -112,7 +130,8 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			out = append(out, reconcile.Request{NamespacedName: named})
 		}
 		return out
-	})
+	}
+	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch)}
 	allInNamespace := func(all bool) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			apps := &v1alpha2.ApplicationConfigurationList{}
@@ -134,7 +153,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("appconfigs").
 		For(&v1alpha2.ApplicationConfiguration{}).
-		Watches(&workv1.ManifestWork{}, byLabelsOrName).
+		Watches(&workv1.ManifestWork{}, workEvents).
 		Watches(&v1alpha2.Component{}, allInNamespace(false)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
 		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(placementChanged)).
@@ -155,7 +174,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	works, err := r.works(ctx, app)
+	works, err := r.works(app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -195,7 +214,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.deleteStalePatchTraits(ctx, app, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
-	clusters, err := TargetClusters(ctx, r.Client, app)
+	clusters, err := TargetClusters(ctx, r.Client, r.clusters, app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -254,14 +273,14 @@ func appConfigOfLabels(o client.Object) (types.NamespacedName, bool) {
 // works returns the AppConfig's ManifestWorks by cluster: the cache's own objects, not copies (an
 // AppConfig on ten thousand clusters would copy ten thousand works on every reconcile), so they are
 // read only; sync copies one before changing it.
-func (r *AppConfigReconciler) works(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
-	list := &workv1.ManifestWorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{workIndex: app.Namespace + "/" + app.Name}, client.UnsafeDisableDeepCopy); err != nil {
+func (r *AppConfigReconciler) works(app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
+	list, err := r.cachedWorks.byIndex(workIndex, client.ObjectKeyFromObject(app).String())
+	if err != nil {
 		return nil, fmt.Errorf("list ManifestWorks: %w", err)
 	}
-	out := map[string]*workv1.ManifestWork{}
-	for i := range list.Items {
-		out[list.Items[i].Namespace] = &list.Items[i]
+	out := make(map[string]*workv1.ManifestWork, len(list))
+	for _, mw := range list {
+		out[mw.Namespace] = mw
 	}
 	return out, nil
 }

@@ -1,10 +1,15 @@
 package hub
 
 import (
+	"context"
+	"fmt"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // slimWork is the cache transform of ManifestWorks: the hub caches every work of its fleet (a hundred
@@ -70,4 +75,57 @@ func shownMessage(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionTrue
 	}
 	return false
+}
+
+// cachedObjects reads one kind of object straight from the hub cache's informer: the cache's own
+// objects, read only. A client's List copies every object it returns into the list's Items; at
+// 10,000 clusters each reconcile of an AppConfig copied its 10,000 works and the 10,000
+// ManagedClusters, which was most of the hub's memory beyond the cache itself.
+type cachedObjects[T client.Object] struct {
+	indexer toolscache.Indexer
+}
+
+// cachedObjectsOf is the informer of obj's kind in c, with indexers added (before the cache starts).
+// It needs the informer cache a controller-runtime manager has; any other cache is an error.
+func cachedObjectsOf[T client.Object](ctx context.Context, c cache.Cache, obj T, indexers toolscache.Indexers) (cachedObjects[T], error) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return cachedObjects[T]{}, fmt.Errorf("informer of %T: %w", obj, err)
+	}
+	if len(indexers) > 0 {
+		if err := inf.AddIndexers(indexers); err != nil {
+			return cachedObjects[T]{}, fmt.Errorf("index %T: %w", obj, err)
+		}
+	}
+	withIndexer, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return cachedObjects[T]{}, fmt.Errorf("the cache's informer of %T (%T) has no indexer to read", obj, inf)
+	}
+	return cachedObjects[T]{indexer: withIndexer.GetIndexer()}, nil
+}
+
+// byIndex returns the objects the index holds under key.
+func (c cachedObjects[T]) byIndex(index, key string) ([]T, error) {
+	objs, err := c.indexer.ByIndex(index, key)
+	if err != nil {
+		return nil, err
+	}
+	return typed[T](objs)
+}
+
+// all returns every cached object.
+func (c cachedObjects[T]) all() ([]T, error) {
+	return typed[T](c.indexer.List())
+}
+
+func typed[T client.Object](objs []any) ([]T, error) {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		t, ok := o.(T)
+		if !ok {
+			return nil, fmt.Errorf("cache holds a %T where a %T was expected", o, t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }

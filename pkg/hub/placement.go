@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,33 +16,42 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
+// ClusterLister returns the hub's ManagedClusters, read only.
+type ClusterLister func(ctx context.Context) ([]*clusterv1.ManagedCluster, error)
+
+// ListedClusters is a ClusterLister that lists the ManagedClusters with c.
+func ListedClusters(c client.Reader) ClusterLister {
+	return func(ctx context.Context) ([]*clusterv1.ManagedCluster, error) {
+		list := &clusterv1.ManagedClusterList{}
+		if err := c.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		out := make([]*clusterv1.ManagedCluster, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+		return out, nil
+	}
+}
+
 // TargetClusters returns, sorted, the managed clusters an AppConfig's placement names that exist on the
-// hub: its explicit cluster names, the ManagedClusters its selector matches, or the decisions of the OCM
-// Placement it refers to (in the AppConfig's namespace). Without a placement there are none. The
-// ManagedClusters are the cache's own objects (no copy of a whole fleet per reconcile): read only.
-func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.ApplicationConfiguration) ([]string, error) {
+// hub and are not being deleted: its explicit cluster names, the ManagedClusters its selector matches,
+// or the decisions of the OCM Placement it refers to (in the AppConfig's namespace, read with c).
+// Without a placement there are none.
+func TargetClusters(ctx context.Context, c client.Reader, clusters ClusterLister, app *v1alpha2.ApplicationConfiguration) ([]string, error) {
 	p := app.Spec.Placement
 	if p == nil {
 		return nil, nil
 	}
-	clusters := &clusterv1.ManagedClusterList{}
+	var selector labels.Selector
 	var wanted []string
 	switch {
 	case len(p.Clusters) > 0:
-		if err := c.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("list ManagedClusters: %w", err)
-		}
 		wanted = p.Clusters
 	case p.ClusterSelector != nil:
-		selector, err := metav1.LabelSelectorAsSelector(p.ClusterSelector)
-		if err != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(p.ClusterSelector); err != nil {
 			return nil, fmt.Errorf("placement.clusterSelector: %w", err)
-		}
-		if err := c.List(ctx, clusters, client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("list ManagedClusters: %w", err)
-		}
-		for _, mc := range clusters.Items {
-			wanted = append(wanted, mc.Name)
 		}
 	case p.PlacementRef != nil:
 		decisions := &clusterv1beta1.PlacementDecisionList{}
@@ -54,20 +64,30 @@ func TargetClusters(ctx context.Context, c client.Client, app *v1alpha2.Applicat
 				wanted = append(wanted, dec.ClusterName)
 			}
 		}
-		if err := c.List(ctx, clusters, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("list ManagedClusters: %w", err)
-		}
+	default:
+		return nil, nil
 	}
-	exists := map[string]bool{}
-	for _, mc := range clusters.Items {
-		if mc.DeletionTimestamp == nil {
-			exists[mc.Name] = true
-		}
+	all, err := clusters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list ManagedClusters: %w", err)
 	}
-	out := make([]string, 0, len(wanted))
-	for _, name := range wanted {
-		if exists[name] {
-			out = append(out, name)
+	var out []string
+	if selector != nil {
+		for _, mc := range all {
+			if mc.DeletionTimestamp == nil && selector.Matches(labels.Set(mc.Labels)) {
+				out = append(out, mc.Name)
+			}
+		}
+	} else {
+		named := make(map[string]bool, len(wanted))
+		for _, name := range wanted {
+			named[name] = true
+		}
+		out = make([]string, 0, len(wanted))
+		for _, mc := range all {
+			if mc.DeletionTimestamp == nil && named[mc.Name] {
+				out = append(out, mc.Name)
+			}
 		}
 	}
 	slices.Sort(out)

@@ -46,7 +46,7 @@ func TestTargetClustersFollowThePlacement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			app := &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: f.ns},
 				Spec: v1alpha2.ApplicationConfigurationSpec{Placement: tc.placement}}
-			got, err := hub.TargetClusters(t.Context(), f.hub, app)
+			got, err := hub.TargetClusters(t.Context(), f.hub, hub.ListedClusters(f.hub), app)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -41,7 +42,10 @@ type Options struct {
 	// revision-enabled trait stay delivered beside the current one.
 	EarlierRevisionsKept int
 	// Workers is how many AppConfigs are reconciled at once.
-	Workers                int
+	Workers int
+	// ReportBatch is how long agents' status reports are gathered before their AppConfig is
+	// reconciled for them (see batchedReports).
+	ReportBatch            time.Duration
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof profiles when set (not "" or "0").
@@ -62,6 +66,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EarlierRevisionsKept < 1 {
 		return fmt.Errorf("--earlier-revisions-kept %d: want at least 1", o.EarlierRevisionsKept)
+	}
+	if o.ReportBatch <= 0 {
+		return fmt.Errorf("--report-batch %s: must be positive", o.ReportBatch)
 	}
 	if o.Workers < 1 {
 		return fmt.Errorf("--workers %d: want at least 1", o.Workers)
@@ -94,7 +101,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
-		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard}).SetupWithManager(mgr)
+		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard, ReportBatch: o.ReportBatch}).SetupWithManager(mgr)
 }
 
 // CacheOptions are what the hub's cache keeps; Run uses them, and so must anything else that runs the

@@ -1,0 +1,73 @@
+package hub
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// DefaultReportBatch is how long the hub gathers agents' status reports of one AppConfig's
+// ManifestWorks before it reconciles the AppConfig for them.
+const DefaultReportBatch = 500 * time.Millisecond
+
+// batchedReports enqueues the AppConfigs of ManifestWork events (appConfigsOf), an agent's status
+// report reportBatch later and everything else at once. A fleet's agents report all the time: at
+// 10,000 clusters each AppConfig would otherwise be reconciled back to back — every one of its works
+// checked, its status summarized and written — for each report, while one reconcile a second takes in
+// every report of that second. The queue keeps an AppConfig's earliest time, so a stream of reports
+// never puts it off by more than reportBatch; a change of a work's spec, labels or deletion (the hub's
+// own writes, a person's edits, a deletion) is not batched: delivery reacts to it at once.
+type batchedReports struct {
+	appConfigsOf handler.MapFunc
+	reportBatch  time.Duration
+}
+
+var _ handler.EventHandler = batchedReports{}
+
+func (b batchedReports) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.add(ctx, e.Object, q, 0)
+}
+
+func (b batchedReports) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	var after time.Duration
+	if onlyStatusChanged(e.ObjectOld, e.ObjectNew) {
+		after = b.reportBatch
+	}
+	b.add(ctx, e.ObjectNew, q, after)
+	if !equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		b.add(ctx, e.ObjectOld, q, 0) // relabelled away from an AppConfig: that one looks again too
+	}
+}
+
+func (b batchedReports) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.add(ctx, e.Object, q, 0)
+}
+
+func (b batchedReports) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.add(ctx, e.Object, q, 0)
+}
+
+func (b batchedReports) add(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration) {
+	for _, req := range b.appConfigsOf(ctx, o) {
+		if after > 0 {
+			q.AddAfter(req, after)
+		} else {
+			q.Add(req)
+		}
+	}
+}
+
+// onlyStatusChanged reports whether an update of a ManifestWork left its spec (generation), labels,
+// annotations and deletion as they were: an agent's status report.
+func onlyStatusChanged(old, updated client.Object) bool {
+	return old.GetGeneration() == updated.GetGeneration() &&
+		(old.GetDeletionTimestamp() == nil) == (updated.GetDeletionTimestamp() == nil) &&
+		equality.Semantic.DeepEqual(old.GetLabels(), updated.GetLabels()) &&
+		equality.Semantic.DeepEqual(old.GetAnnotations(), updated.GetAnnotations())
+}
