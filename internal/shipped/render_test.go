@@ -48,7 +48,7 @@ func TestCommandRunsTheShippedHub(t *testing.T) {
 	if len(args) != len(d.Spec.Template.Spec.Containers[0].Args)+1 {
 		t.Errorf("args %q: want the Deployment's %q and --kubeconfig, nothing else", args, d.Spec.Template.Spec.Containers[0].Args)
 	}
-	if want := []string{"POD_NAMESPACE=ferry-system"}; !slices.Equal(cmd.Env, want) {
+	if want := append([]string{"POD_NAMESPACE=ferry-system"}, plainEnv(d)...); !slices.Equal(cmd.Env, want) {
 		t.Errorf("env %q, want %q and nothing of the caller's", cmd.Env, want)
 	}
 	if cmd.Path != "/bin/ferry-hub" {
@@ -75,7 +75,7 @@ func TestCommandRunsTheShippedAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"POD_NAMESPACE=ferry-agent", "POD_NAME=ferry-agent-cluster1"}; !slices.Equal(cmd.Env, want) {
+	if want := append([]string{"POD_NAMESPACE=ferry-agent", "POD_NAME=ferry-agent-cluster1"}, plainEnv(in.Deployment)...); !slices.Equal(cmd.Env, want) {
 		t.Errorf("env %q, want %q", cmd.Env, want)
 	}
 	for _, want := range []string{"--hub-kubeconfig-dir=/local/cluster1/hub-kubeconfig", "--spoke-kubeconfig=/local/cluster1/spoke.kubeconfig"} {
@@ -181,4 +181,16 @@ func TestCommandGivesNoneOfTheCallersEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plainEnv is the env the Deployment's container sets by value (GOMEMLIMIT), as NAME=value, in order;
+// the entries read from the pod's fields come first in both Deployments.
+func plainEnv(d *appsv1.Deployment) []string {
+	var out []string
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom == nil {
+			out = append(out, e.Name+"="+e.Value)
+		}
+	}
+	return out
 }
