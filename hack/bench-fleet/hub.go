@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,6 +81,10 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 	binary, err := filepath.Abs(o.hubBinary)
 	if err != nil {
 		return nil, err
+	}
+	// .local/ does not exist on a clean clone.
+	if err := os.MkdirAll(filepath.Dir(o.hubLog), 0o755); err != nil {
+		return nil, fmt.Errorf("directory of --hub-log: %w", err)
 	}
 	var started []*hubProcess
 	for i := range o.hubShards {

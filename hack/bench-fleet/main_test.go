@@ -36,7 +36,8 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 		clusters: 12, appConfigs: 3, statusRate: 50, initialRate: 200, lagWrites: 6, agentConcurrency: 8, registerParallel: 8,
 		hubBinary: filepath.Join(dir, "ferry-hub"), hubArgs: []string{"--workers=4"}, hubShards: 1,
 		deployDir: filepath.Join(repoRoot(), "deploy"), tempDir: dir,
-		jsonPath: filepath.Join(dir, "result.json"), hubLog: filepath.Join(dir, "hub.log"),
+		// In a directory that does not exist yet, as .local/ on a clean clone.
+		jsonPath: filepath.Join(dir, "out", "result.json"), hubLog: filepath.Join(dir, "out", "hub.log"),
 		worksTimeout: 2 * time.Minute, timeout: 2 * time.Minute, sampleInterval: 100 * time.Millisecond,
 	}
 	if err := o.validate(); err != nil {
