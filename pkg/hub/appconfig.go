@@ -79,6 +79,8 @@ type AppConfigReconciler struct {
 	// The cache's own works (indexed by AppConfig) and ManagedClusters, read without a List's copies.
 	cachedWorks cachedObjects[*workv1.ManifestWork]
 	clusters    ClusterLister
+	// What the last delivery passes found complete, to skip the passes a status report does not need.
+	checked deliveryChecks
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
@@ -131,9 +133,11 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	}
-	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch)}
+	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch), changed: r.checked.changed}
 	allInNamespace := func(all bool) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			// A cluster's labels, a PlacementDecision or a Component: delivery passes look again.
+			r.checked.changed()
 			apps := &v1alpha2.ApplicationConfigurationList{}
 			var opts []client.ListOption
 			if !all {
@@ -168,10 +172,15 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.Shard.ownsObject(req.NamespacedName) {
 		// Another shard delivers it: this one never writes its works, finalizer or status.
+		r.checked.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	seen := r.checked.now() // before the cache is read (see deliveryChecks)
 	app := &v1alpha2.ApplicationConfiguration{}
 	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.checked.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	works, err := r.works(app)
@@ -179,6 +188,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	if app.DeletionTimestamp != nil {
+		r.checked.forget(req.NamespacedName)
 		return r.finalize(ctx, app, works)
 	}
 	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
@@ -214,11 +224,13 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.deleteStalePatchTraits(ctx, app, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
-	clusters, err := TargetClusters(ctx, r.Client, r.clusters, app)
-	if err != nil {
-		return ctrl.Result{}, err
+	clusters, unmoved := r.checked.clusters(req.NamespacedName, app.Generation, seen)
+	if !unmoved {
+		if clusters, err = TargetClusters(ctx, r.Client, r.clusters, app); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	delivered, err := r.deliver(ctx, app, rendered, clusters, works)
+	delivered, works, err := r.deliver(ctx, app, rendered, clusters, works, seen)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -270,23 +282,19 @@ func appConfigOfLabels(o client.Object) (types.NamespacedName, bool) {
 	return types.NamespacedName{Namespace: ns, Name: name}, ns != "" && name != ""
 }
 
-// works returns the AppConfig's ManifestWorks by cluster: the cache's own objects, not copies (an
+// works returns the AppConfig's ManifestWorks, one per cluster: the cache's own objects, not copies (an
 // AppConfig on ten thousand clusters would copy ten thousand works on every reconcile), so they are
 // read only; sync copies one before changing it.
-func (r *AppConfigReconciler) works(app *v1alpha2.ApplicationConfiguration) (map[string]*workv1.ManifestWork, error) {
-	list, err := r.cachedWorks.byIndex(workIndex, client.ObjectKeyFromObject(app).String())
+func (r *AppConfigReconciler) works(app *v1alpha2.ApplicationConfiguration) ([]*workv1.ManifestWork, error) {
+	works, err := r.cachedWorks.byIndex(workIndex, client.ObjectKeyFromObject(app).String())
 	if err != nil {
 		return nil, fmt.Errorf("list ManifestWorks: %w", err)
 	}
-	out := make(map[string]*workv1.ManifestWork, len(list))
-	for _, mw := range list {
-		out[mw.Namespace] = mw
-	}
-	return out, nil
+	return works, nil
 }
 
 // finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.
-func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works map[string]*workv1.ManifestWork) (ctrl.Result, error) {
+func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works []*workv1.ManifestWork) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(app, AppConfigFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -360,7 +368,7 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 }
 
 // setStatus writes the AppConfig's status when it changed.
-func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works map[string]*workv1.ManifestWork, rendered []RenderedComponent, ready metav1.Condition) error {
+func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works []*workv1.ManifestWork, rendered []RenderedComponent, ready metav1.Condition) error {
 	status := app.Status.DeepCopy()
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation

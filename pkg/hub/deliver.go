@@ -67,11 +67,32 @@ func ownedBy(mw *workv1.ManifestWork, app *v1alpha2.ApplicationConfiguration) bo
 const writeConcurrency = 16
 
 // deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
-// placement, updating works to match, several at once. A cluster whose ManifestWork cannot be written
-// does not stop the others: it is returned in the delivery, with why. One event per kind of change
-// names the clusters.
+// placement, updating works to match, several at once, and returns the works that are left. A cluster
+// whose ManifestWork cannot be written does not stop the others: it is returned in the delivery, with
+// why. One event per kind of change names the clusters.
+//
+// The pass over the works is skipped when the last one found this same spec delivered to these same
+// clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	clusters []string, works map[string]*workv1.ManifestWork) (out delivery, err error) {
+	clusters []string, works []*workv1.ManifestWork, seen uint64) (out delivery, kept []*workv1.ManifestWork, err error) {
+	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
+	base, err := BuildManifestWork(app, "", rendered, r.ApplyOnceOnly, r.Mapper)
+	if err != nil {
+		return out, works, err
+	}
+	if err := setSpecHash(base); err != nil {
+		return out, works, err
+	}
+	key, hash := client.ObjectKeyFromObject(app), base.Annotations[AnnotationSpecHash]
+	if r.checked.complete(key, app.Generation, seen, hash, clusters) {
+		return out, works, nil
+	}
+	r.checked.forget(key)
+	manifestWorkChecks.Add(float64(len(works)))
+	byCluster := make(map[string]*workv1.ManifestWork, len(works))
+	for _, mw := range works {
+		byCluster[mw.Namespace] = mw
+	}
 	var mu sync.Mutex                // guards out and changed, which the writers fill
 	changed := map[string][]string{} // event reason → clusters
 	var writers errgroup.Group
@@ -88,19 +109,11 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(names, maxEventNote/2))
 		}
 	}()
-	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
-	base, err := BuildManifestWork(app, "", rendered, r.ApplyOnceOnly, r.Mapper)
-	if err != nil {
-		return out, err
-	}
-	if err := setSpecHash(base); err != nil {
-		return out, err
-	}
 	keepsEarlier := slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled })
 	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
-		have := works[cluster]
+		have := byCluster[cluster]
 		if have != nil && upToDate(have, base) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
@@ -136,8 +149,8 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 			return nil
 		})
 	}
-	var gone []string // clusters that left the placement and whose works are deleted
-	for cluster, mw := range works {
+	gone := map[string]bool{} // clusters that left the placement and whose works are deleted
+	for cluster, mw := range byCluster {
 		if wanted[cluster] {
 			continue
 		}
@@ -150,15 +163,15 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				return nil
 			}
 			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
-			gone = append(gone, cluster)
+			gone[cluster] = true
 			return nil
 		})
 	}
 	_ = writers.Wait()
-	for _, cluster := range gone {
-		delete(works, cluster)
+	if len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced {
+		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, clusters: clusters})
 	}
-	return out, nil
+	return out, slices.DeleteFunc(works, func(mw *workv1.ManifestWork) bool { return gone[mw.Namespace] }), nil
 }
 
 // notReady is the Ready condition for what could not be delivered, if anything could not, out of

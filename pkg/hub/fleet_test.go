@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-mc/ferry/internal/fleetsim"
@@ -26,7 +28,8 @@ import (
 // internal/fleetsim writing status as ferry-agent does): its status stays far below 100 KiB before
 // any cluster reports, when all are healthy and when many are degraded; its summary follows the
 // agents' reports; it lists the first clusters that are not fine and counts the rest; and a fleet
-// whose reports do not change costs the hub no write.
+// whose reports do not change costs the hub no write. Reports cost it no pass over the fleet's works
+// either, while a work someone deletes on the hub is put back at once.
 func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 	const clusters, degraded = 2000, 300
 	env := localcluster.StartForTest(t, localcluster.Options{})
@@ -135,6 +138,7 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 	}
 	got = waitSummary("every cluster reported healthy", summarized(clusters, clusters))
 	checkListed(t, got, nil, 0)
+	checksBeforeReports := manifestWorkChecks(t)
 
 	// Degraded on every few clusters, from the 7th on: listed by name from there, the rest counted.
 	var sick []*fleetsim.Work
@@ -172,6 +176,27 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 		t.Errorf("the hub wrote %d times for 50 unchanged reports and one change, want at most 2 (the AppConfig's status)", w)
 	}
 	checkListed(t, got, sickNames[1:v1alpha2.MaxClustersListed+1], degraded-1-v1alpha2.MaxClustersListed)
+	if n := manifestWorkChecks(t) - checksBeforeReports; n != 0 {
+		t.Errorf("the hub checked %v ManifestWorks against the rendered spec for %d status reports, want none: a report changes nothing to deliver", n, degraded+51)
+	}
+
+	// Someone deletes a work on the hub: the hub puts it back.
+	deleted := &workv1.ManifestWork{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: names[2], Name: hub.ManifestWorkName(app)}, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		back := &workv1.ManifestWork{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(deleted), back); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return back.UID != deleted.UID, nil
+	}); err != nil {
+		t.Fatalf("the deleted work not put back: %v", err)
+	}
 
 	t.Logf("largest AppConfig seen: %d bytes", largest)
 	if largest > 100<<10 {
@@ -190,4 +215,21 @@ func checkListed(t *testing.T, app *v1alpha2.ApplicationConfiguration, want []st
 	if fmt.Sprint(listed) != fmt.Sprint(want) || int(app.Status.OmittedClusters) != omitted {
 		t.Errorf("listed %v and %d omitted, want %v and %d", listed, app.Status.OmittedClusters, want, omitted)
 	}
+}
+
+// manifestWorkChecks is how many ManifestWorks the hub controllers of this process have checked against
+// their AppConfig's rendered spec (ferry_hub_manifestwork_checks_total).
+func manifestWorkChecks(t *testing.T) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() == "ferry_hub_manifestwork_checks_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("ferry_hub_manifestwork_checks_total is not registered")
+	return 0
 }

@@ -2,6 +2,8 @@ package hub
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,11 +17,15 @@ import (
 // v1alpha2.MaxClustersListed that are not fine by name, counting the rest: the status is the same size
 // for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count, not
 // a list. current are the objects rendered now (v1alpha2.CurrentObjects).
-func summarize(works map[string]*workv1.ManifestWork, current map[string]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
+//
+// It runs on every reconcile of the AppConfig, over every one of its works: counting takes only the
+// verdicts, which clusterStatus gives without allocating, and only the clusters not fine are sorted
+// and, for those listed, told in detail.
+func summarize(works []*workv1.ManifestWork, current map[string]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
 	applied, available, healthy := 0, 0, 0
-	for _, cluster := range sortedKeys(works) {
-		// Counting needs only the verdicts; the text of messages and feedback only a listed cluster.
-		cs := clusterStatus(works[cluster], current, false)
+	var notFine []*workv1.ManifestWork
+	for _, mw := range works {
+		cs := clusterStatus(mw, current, false)
 		if cs.Applied == metav1.ConditionTrue {
 			applied++
 		}
@@ -29,13 +35,17 @@ func summarize(works map[string]*workv1.ManifestWork, current map[string]bool) (
 		if cs.Health == v1alpha2.Healthy {
 			healthy++
 		}
-		switch {
-		case clusterFine(cs):
-		case len(listed) < v1alpha2.MaxClustersListed:
-			listed = append(listed, notFineEntry(clusterStatus(works[cluster], current, true), current))
-		default:
-			omitted++
+		if !clusterFine(cs) {
+			notFine = append(notFine, mw)
 		}
+	}
+	slices.SortFunc(notFine, func(a, b *workv1.ManifestWork) int { return strings.Compare(a.Namespace, b.Namespace) })
+	for i, mw := range notFine {
+		if i == v1alpha2.MaxClustersListed {
+			omitted = int32(len(notFine) - i)
+			break
+		}
+		listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
 	}
 	n := len(works)
 	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
@@ -94,14 +104,17 @@ func cutMessage(msg string, limit int, mark string) string {
 // clusterStatus folds a ManifestWork's status into the AppConfig's view of one cluster. The cluster's
 // Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
 // revision's workload kept for a rollout may be scaled away and deleted without the application
-// being any less available. With detail, each manifest also gets what only a listed cluster shows: its
-// apiVersion, message and feedback.
+// being any less available. Without detail it gives the cluster's verdicts alone, no manifests (and
+// allocates nothing for a cluster of a few objects: summarize calls it for every cluster of a fleet);
+// with detail, the manifests, each with what only a listed cluster shows: its apiVersion, message and
+// feedback.
 func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {
 	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
 		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
 		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
-	var applied, available []metav1.ConditionStatus
-	var healths []v1alpha2.Health
+	var appliedBuf, availableBuf [8]metav1.ConditionStatus
+	var healthsBuf [8]v1alpha2.Health
+	applied, available, healths := appliedBuf[:0], availableBuf[:0], healthsBuf[:0]
 	for _, m := range mw.Status.ResourceStatus.Manifests {
 		ms := v1alpha2.ManifestStatus{
 			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
@@ -123,8 +136,8 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool
 			for _, v := range m.StatusFeedbacks.Values {
 				ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
 			}
+			cs.Manifests = append(cs.Manifests, ms)
 		}
-		cs.Manifests = append(cs.Manifests, ms)
 		isCurrent := current[ms.Kind+"/"+ms.Name]
 		if len(current) == 0 || isCurrent {
 			healths = append(healths, ms.Health)

@@ -65,10 +65,11 @@ func TestStatusOfAFleetIsBoundedAndCountsEveryCluster(t *testing.T) {
 		{"all progressing", func(int) v1alpha2.Health { return v1alpha2.Progressing }, 0, v1alpha2.MaxClustersListed, clusters - v1alpha2.MaxClustersListed, "c-00000", v1alpha2.Progressing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			works := map[string]*workv1.ManifestWork{}
-			for i := range clusters {
+			// The cache hands the works over in no particular order: here, the last cluster first.
+			var works []*workv1.ManifestWork
+			for i := clusters - 1; i >= 0; i-- {
 				name := fmt.Sprintf("c-%05d", i)
-				works[name] = reportedWork(name, tc.health(i), 4096)
+				works = append(works, reportedWork(name, tc.health(i), 4096))
 			}
 			summary, listed, omitted := summarize(works, current)
 			want := v1alpha2.Summary{Clusters: clusters, Applied: fmt.Sprintf("%d/%d", clusters, clusters), Available: fmt.Sprintf("%d/%d", clusters, clusters),
