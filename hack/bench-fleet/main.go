@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ferry-mc/ferry/internal/fleetsim"
 )
 
 // options are the benchmark's flags: every number it runs with.
@@ -75,7 +77,7 @@ status as ferry-agent would. It prints a table and writes the figures as JSON (-
 	f.Float64Var(&o.statusRate, "status-rate", 100, "status writes a second in the lag phases (degrade, then heal --lag-writes works)")
 	f.Float64Var(&o.initialRate, "initial-status-rate", 500, "status writes a second of the first report on every work")
 	f.IntVar(&o.lagWrites, "lag-writes", 1000, "works degraded and then healed in the lag phases, spread over the AppConfigs (N×M when there are fewer works)")
-	f.IntVar(&o.agentConcurrency, "agent-concurrency", 32, "status writes in flight at most")
+	f.IntVar(&o.agentConcurrency, "agent-concurrency", fleetsim.DefaultAgentConcurrency, "simulated agents writing at once (each waits for --status-rate, then writes)")
 	f.IntVar(&o.registerParallel, "register-concurrency", 64, "clusters registered at once")
 	f.StringVar(&o.hubBinary, "hub-binary", "bin/ferry-hub", "the ferry-hub binary (make build writes it)")
 	f.StringArrayVar(&o.hubArgs, "hub-arg", nil, "a flag for ferry-hub on top of deploy/hub's, e.g. --hub-arg=--workers=20 (repeatable)")

@@ -81,6 +81,8 @@ type AppConfigReconciler struct {
 	clusters    ClusterLister
 	// What the last delivery passes found complete, to skip the passes a status report does not need.
 	checked deliveryChecks
+	// The verdicts on every work of the AppConfigs of this shard, taken as the works change.
+	verdicts *clusterVerdicts
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
@@ -133,7 +135,9 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	}
-	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch), changed: r.checked.changed}
+	r.verdicts = newClusterVerdicts(r.Shard.ownsObject)
+	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
+		changed: r.checked.changed, observe: r.verdicts.observe}
 	allInNamespace := func(all bool) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			// A cluster's labels, a PlacementDecision or a Component: delivery passes look again.
@@ -183,13 +187,9 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	works, err := r.works(app)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	if app.DeletionTimestamp != nil {
 		r.checked.forget(req.NamespacedName)
-		return r.finalize(ctx, app, works)
+		return r.finalize(ctx, app)
 	}
 	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
 		if err := r.Client.Update(ctx, app); err != nil {
@@ -210,13 +210,13 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	switch {
 	case errors.As(err, &re):
 		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, works, nil, metav1.Condition{
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
 	case errors.As(err, &pending):
 		// The workload is held back, as it was, until it can change once with every patch (seed
 		// 002). The patch traits' watches bring the AppConfig back; the requeue covers a ConfigMap
 		// published after its trait turned Ready.
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, works, nil, metav1.Condition{
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()})
 	case err != nil:
 		return ctrl.Result{}, err
@@ -230,12 +230,12 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, err
 		}
 	}
-	delivered, works, err := r.deliver(ctx, app, rendered, clusters, works, seen)
+	delivered, gone, err := r.deliver(ctx, app, rendered, clusters, seen)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if cond, notReady := delivered.notReady(len(clusters)); notReady {
-		if err := r.setStatus(ctx, app, works, rendered, cond); err != nil {
+		if err := r.setStatus(ctx, app, rendered, gone, cond); err != nil {
 			return ctrl.Result{}, err
 		}
 		if len(delivered.failed) > 0 {
@@ -257,7 +257,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = patchResync
 		}
 	}
-	return result, r.setStatus(ctx, app, works, rendered, metav1.Condition{
+	return result, r.setStatus(ctx, app, rendered, gone, metav1.Condition{
 		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
 		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
 }
@@ -294,9 +294,13 @@ func (r *AppConfigReconciler) works(app *v1alpha2.ApplicationConfiguration) ([]*
 }
 
 // finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.
-func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works []*workv1.ManifestWork) (ctrl.Result, error) {
+func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(app, AppConfigFinalizer) {
 		return ctrl.Result{}, nil
+	}
+	works, err := r.works(app)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	for _, mw := range works {
 		if mw.DeletionTimestamp == nil {
@@ -367,8 +371,10 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 	}
 }
 
-// setStatus writes the AppConfig's status when it changed.
-func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, works []*workv1.ManifestWork, rendered []RenderedComponent, ready metav1.Condition) error {
+// setStatus writes the AppConfig's status when it changed. Its clusters are counted from the verdicts
+// on its works (clusterVerdicts) but those in gone, which this reconcile deleted.
+func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
+	gone map[types.NamespacedName]bool, ready metav1.Condition) error {
 	status := app.Status.DeepCopy()
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation
@@ -396,7 +402,7 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 			status.Workloads = append(status.Workloads, ws)
 		}
 	}
-	status.Summary, status.Clusters, status.OmittedClusters = summarize(works, v1alpha2.CurrentObjects(status.Workloads))
+	status.Summary, status.Clusters, status.OmittedClusters = r.verdicts.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
 	if equality.Semantic.DeepEqual(status, &app.Status) {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,27 +68,31 @@ func ownedBy(mw *workv1.ManifestWork, app *v1alpha2.ApplicationConfiguration) bo
 const writeConcurrency = 16
 
 // deliver writes the ManifestWork of every target cluster and deletes those of clusters that left the
-// placement, updating works to match, several at once, and returns the works that are left. A cluster
+// placement, updating works to match, several at once, and returns the works it deleted. A cluster
 // whose ManifestWork cannot be written does not stop the others: it is returned in the delivery, with
 // why. One event per kind of change names the clusters.
 //
 // The pass over the works is skipped when the last one found this same spec delivered to these same
 // clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	clusters []string, works []*workv1.ManifestWork, seen uint64) (out delivery, kept []*workv1.ManifestWork, err error) {
+	clusters []string, seen uint64) (out delivery, gone map[types.NamespacedName]bool, err error) {
 	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
 	base, err := BuildManifestWork(app, "", rendered, r.ApplyOnceOnly, r.Mapper)
 	if err != nil {
-		return out, works, err
+		return out, nil, err
 	}
 	if err := setSpecHash(base); err != nil {
-		return out, works, err
+		return out, nil, err
 	}
 	key, hash := client.ObjectKeyFromObject(app), base.Annotations[AnnotationSpecHash]
 	if r.checked.complete(key, app.Generation, seen, hash, clusters) {
-		return out, works, nil
+		return out, nil, nil
 	}
 	r.checked.forget(key)
+	works, err := r.works(app)
+	if err != nil {
+		return out, nil, err
+	}
 	manifestWorkChecks.Add(float64(len(works)))
 	byCluster := make(map[string]*workv1.ManifestWork, len(works))
 	for _, mw := range works {
@@ -149,7 +154,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 			return nil
 		})
 	}
-	gone := map[string]bool{} // clusters that left the placement and whose works are deleted
+	gone = map[types.NamespacedName]bool{} // the works of clusters that left the placement
 	for cluster, mw := range byCluster {
 		if wanted[cluster] {
 			continue
@@ -163,7 +168,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				return nil
 			}
 			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
-			gone[cluster] = true
+			gone[client.ObjectKeyFromObject(mw)] = true
 			return nil
 		})
 	}
@@ -171,7 +176,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	if len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced {
 		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, clusters: clusters})
 	}
-	return out, slices.DeleteFunc(works, func(mw *workv1.ManifestWork) bool { return gone[mw.Namespace] }), nil
+	return out, gone, nil
 }
 
 // notReady is the Ready condition for what could not be delivered, if anything could not, out of

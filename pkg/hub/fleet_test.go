@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -128,6 +131,7 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("%d of %d works tracked: %v", tracker.Count(), clusters, err)
 	}
+	checkCreatedEvents(t, fast, app, clusters)
 
 	agents, err := fleetsim.NewAgents(works, fleetsim.AgentOptions{Rate: 1000})
 	if err != nil {
@@ -232,4 +236,49 @@ func manifestWorkChecks(t *testing.T) float64 {
 	}
 	t.Fatal("ferry_hub_manifestwork_checks_total is not registered")
 	return 0
+}
+
+// checkCreatedEvents checks that the API server took the hub's events of the works it created for app
+// on a fleet of clusters: together they account for every cluster (each names a few and counts the
+// rest), and none is over the API server's 1,024 bytes, past which it rejects an event and it is lost.
+func checkCreatedEvents(t *testing.T, cfg *rest.Config, app *v1alpha2.ApplicationConfiguration, clusters int) {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "created ManifestWork " + hub.ManifestWorkName(app) + " on "
+	var notes []string
+	accounted := 0
+	err = wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := kube.EventsV1().Events(app.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		notes, accounted = nil, 0
+		for _, e := range list.Items {
+			if e.Regarding.Name != app.Name || e.Reason != "ManifestWorkCreated" {
+				continue
+			}
+			notes = append(notes, e.Note)
+			named, counted, ok := strings.Cut(strings.TrimPrefix(e.Note, prefix), " and ")
+			accounted += strings.Count(named, ", ") + 1
+			if ok {
+				more, err := strconv.Atoi(strings.TrimSuffix(counted, " more"))
+				if err != nil {
+					return false, fmt.Errorf("event note %q: the clusters it does not name are not counted: %w", e.Note, err)
+				}
+				accounted += more
+			}
+		}
+		return accounted >= clusters, nil
+	})
+	if err != nil {
+		t.Fatalf("ManifestWorkCreated events of %s account for %d of %d clusters (%v): %q", app.Name, accounted, clusters, err, notes)
+	}
+	for _, n := range notes {
+		if len(n) > 1024 || !strings.HasPrefix(n, prefix) {
+			t.Errorf("event note of %d bytes: want at most 1,024, starting %q: %q", len(n), prefix, n)
+		}
+	}
 }

@@ -13,9 +13,9 @@ import (
 )
 
 // The parts of an AppConfig's reconcile that go over its whole fleet, at 10,000 clusters. Every status
-// report of the fleet's agents brings the AppConfig back (once per --report-batch): summarize runs each
-// time; TargetClusters and the check of every work only when something but status changed
-// (deliveryChecks).
+// report of the fleet's agents brings the AppConfig back (once per --report-batch): it is judged as it
+// arrives and the summary is counted from the verdicts (clusterVerdicts); TargetClusters and the check
+// of every work run only when something but status changed (deliveryChecks).
 
 // fleetOf is n clusters labelled fleet=yes, each with the reported, healthy ManifestWork of AppConfig
 // default/web.
@@ -30,12 +30,38 @@ func fleetOf(n int) ([]*workv1.ManifestWork, []*clusterv1.ManagedCluster) {
 	return works, clusters
 }
 
-func BenchmarkSummarize10000Clusters(b *testing.B) {
+// A report on one cluster of 10,000 and the summary after it; the first summary judges all 10,000.
+func BenchmarkReportAndSummaryOf10000Clusters(b *testing.B) {
 	works, _ := fleetOf(10000)
 	current := map[string]bool{"Deployment/web": true}
+	verdicts := newClusterVerdicts(nil)
+	for _, mw := range works {
+		verdicts.observe(nil, mw)
+	}
+	verdicts.summarize(webApp, current, nil)
+	healthy, degraded := works[5000], reportedWork(works[5000].Namespace, v1alpha2.Degraded, 40)
 	b.ReportAllocs()
-	for b.Loop() {
-		summarize(works, current)
+	for i := 0; b.Loop(); i++ {
+		old, report := healthy, degraded
+		if i%2 == 1 {
+			old, report = degraded, healthy
+		}
+		verdicts.observe(old, report)
+		verdicts.summarize(webApp, current, nil)
+	}
+}
+
+// Judging all 10,000 works of an AppConfig, as its first summary and every change of what it renders do.
+func BenchmarkJudgeAll10000Clusters(b *testing.B) {
+	works, _ := fleetOf(10000)
+	verdicts := newClusterVerdicts(nil)
+	for _, mw := range works {
+		verdicts.observe(nil, mw)
+	}
+	currents := []map[string]bool{{"Deployment/web": true}, {"Deployment/web": true, "Service/web": true}}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		verdicts.summarize(webApp, currents[i%2], nil)
 	}
 }
 

@@ -29,16 +29,21 @@ type batchedReports struct {
 	// changed, when set, is called for every event but a status report, before its AppConfigs are
 	// enqueued (see deliveryChecks).
 	changed func()
+	// observe, when set, is given every work created (old nil), updated or deleted (updated nil)
+	// before its AppConfigs are enqueued (see clusterVerdicts).
+	observe func(old, updated client.Object)
 }
 
 var _ handler.EventHandler = batchedReports{}
 
 func (b batchedReports) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.notifyObserved(nil, e.Object)
 	b.notifyChanged()
 	b.add(ctx, e.Object, q, 0)
 }
 
 func (b batchedReports) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.notifyObserved(e.ObjectOld, e.ObjectNew)
 	sameLabels := maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
 	var after time.Duration
 	if sameLabels && onlyStatusChanged(e.ObjectOld, e.ObjectNew) {
@@ -53,6 +58,7 @@ func (b batchedReports) Update(ctx context.Context, e event.UpdateEvent, q workq
 }
 
 func (b batchedReports) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	b.notifyObserved(e.Object, nil)
 	b.notifyChanged()
 	b.add(ctx, e.Object, q, 0)
 }
@@ -60,6 +66,12 @@ func (b batchedReports) Delete(ctx context.Context, e event.DeleteEvent, q workq
 func (b batchedReports) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	b.notifyChanged()
 	b.add(ctx, e.Object, q, 0)
+}
+
+func (b batchedReports) notifyObserved(old, updated client.Object) {
+	if b.observe != nil {
+		b.observe(old, updated)
+	}
 }
 
 func (b batchedReports) notifyChanged() {

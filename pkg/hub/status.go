@@ -1,9 +1,6 @@
 package hub
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,45 +9,6 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
-
-// summarize counts an AppConfig's clusters from their ManifestWorks and lists the first
-// v1alpha2.MaxClustersListed that are not fine by name, counting the rest: the status is the same size
-// for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count, not
-// a list. current are the objects rendered now (v1alpha2.CurrentObjects).
-//
-// It runs on every reconcile of the AppConfig, over every one of its works: counting takes only the
-// verdicts, which clusterStatus gives without allocating, and only the clusters not fine are sorted
-// and, for those listed, told in detail.
-func summarize(works []*workv1.ManifestWork, current map[string]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
-	applied, available, healthy := 0, 0, 0
-	var notFine []*workv1.ManifestWork
-	for _, mw := range works {
-		cs := clusterStatus(mw, current, false)
-		if cs.Applied == metav1.ConditionTrue {
-			applied++
-		}
-		if cs.Available == metav1.ConditionTrue {
-			available++
-		}
-		if cs.Health == v1alpha2.Healthy {
-			healthy++
-		}
-		if !clusterFine(cs) {
-			notFine = append(notFine, mw)
-		}
-	}
-	slices.SortFunc(notFine, func(a, b *workv1.ManifestWork) int { return strings.Compare(a.Namespace, b.Namespace) })
-	for i, mw := range notFine {
-		if i == v1alpha2.MaxClustersListed {
-			omitted = int32(len(notFine) - i)
-			break
-		}
-		listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
-	}
-	n := len(works)
-	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
-		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, omitted
-}
 
 // clusterFine: the cluster's current objects are all applied, available and healthy.
 func clusterFine(cs v1alpha2.ClusterStatus) bool {
@@ -105,7 +63,7 @@ func cutMessage(msg string, limit int, mark string) string {
 // Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
 // revision's workload kept for a rollout may be scaled away and deleted without the application
 // being any less available. Without detail it gives the cluster's verdicts alone, no manifests (and
-// allocates nothing for a cluster of a few objects: summarize calls it for every cluster of a fleet);
+// allocates nothing for a cluster of a few objects: clusterVerdicts judges every work of a fleet by it);
 // with detail, the manifests, each with what only a listed cluster shows: its apiVersion, message and
 // feedback.
 func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {

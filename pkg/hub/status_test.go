@@ -7,14 +7,19 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// reportedWork is a ManifestWork of one Deployment "web" on cluster as an agent reports it: applied and
-// available, with health h and, when not healthy, a message of msgLen bytes.
+// webApp is the AppConfig of the works reportedWork makes.
+var webApp = types.NamespacedName{Namespace: "default", Name: "web"}
+
+// reportedWork is a ManifestWork of AppConfig default/web with one Deployment "web" on cluster as an
+// agent reports it: applied and available, with health h and, when not healthy, a message of msgLen
+// bytes.
 func reportedWork(cluster string, h v1alpha2.Health, msgLen int) *workv1.ManifestWork {
 	const gen = 3
 	cond := func(typ string, s metav1.ConditionStatus, msg string) metav1.Condition {
@@ -28,7 +33,8 @@ func reportedWork(cluster string, h v1alpha2.Health, msgLen int) *workv1.Manifes
 	case v1alpha2.Degraded:
 		degraded, msg = metav1.ConditionTrue, strings.Repeat("d", msgLen)
 	}
-	mw := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "default.web", Generation: gen}}
+	mw := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "default.web", Generation: gen,
+		Labels: map[string]string{LabelAppConfigNamespace: webApp.Namespace, LabelAppConfigName: webApp.Name}}}
 	mw.Status.Conditions = []metav1.Condition{cond(workv1.WorkApplied, metav1.ConditionTrue, ""), cond(workv1.WorkAvailable, metav1.ConditionTrue, "")}
 	mw.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{{
 		ResourceMeta: workv1.ManifestResourceMeta{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Name: "web", Namespace: "default"},
@@ -71,7 +77,11 @@ func TestStatusOfAFleetIsBoundedAndCountsEveryCluster(t *testing.T) {
 				name := fmt.Sprintf("c-%05d", i)
 				works = append(works, reportedWork(name, tc.health(i), 4096))
 			}
-			summary, listed, omitted := summarize(works, current)
+			verdicts := newClusterVerdicts(nil)
+			for _, mw := range works {
+				verdicts.observe(nil, mw)
+			}
+			summary, listed, omitted := verdicts.summarize(webApp, current, nil)
 			want := v1alpha2.Summary{Clusters: clusters, Applied: fmt.Sprintf("%d/%d", clusters, clusters), Available: fmt.Sprintf("%d/%d", clusters, clusters),
 				Healthy: fmt.Sprintf("%d/%d", tc.healthy, clusters)}
 			if *summary != want {

@@ -1,0 +1,221 @@
+package hub
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// clusterVerdicts keeps, for every AppConfig the hub delivers, the verdict on each of its ManifestWorks
+// (applied, available, healthy, as clusterStatus judges it) and their counts, taken as each work changes
+// in the cache. An AppConfig's summary then costs what its agents changed, not its fleet: at 10,000
+// clusters, judging every work again on each batch of reports (the conditions of 10,000 works spread over
+// the heap) was most of ferry-hub's CPU.
+//
+// The ManifestWork event handler calls observe before it enqueues the AppConfigs concerned, so a
+// reconcile brought by an event finds that event's verdict already counted. A verdict depends on the
+// work alone and on the objects the AppConfig renders now (v1alpha2.CurrentObjects), which only the
+// reconcile knows: when they change (a new revision rolling out), summarize judges every work again,
+// once.
+type clusterVerdicts struct {
+	// owns says which AppConfigs this hub keeps verdicts for: those of its shard.
+	owns func(types.NamespacedName) bool
+
+	mu   sync.Mutex
+	apps map[types.NamespacedName]*appVerdicts
+}
+
+// appVerdicts are the verdicts on one AppConfig's works.
+type appVerdicts struct {
+	// current are the objects rendered when the verdicts were taken; judged says they are known.
+	current map[string]bool
+	judged  bool
+	// works holds every ManifestWork labelled for the AppConfig (what the cache's index of works
+	// holds), by its namespace and name.
+	works                       map[types.NamespacedName]workVerdict
+	applied, available, healthy int
+	notFine                     map[types.NamespacedName]bool
+}
+
+// workVerdict is a work as the cache holds it (read only) and the verdict on it.
+type workVerdict struct {
+	work               *workv1.ManifestWork
+	applied, available bool
+	healthy, fine      bool
+}
+
+func newClusterVerdicts(owns func(types.NamespacedName) bool) *clusterVerdicts {
+	return &clusterVerdicts{owns: owns, apps: map[types.NamespacedName]*appVerdicts{}}
+}
+
+// observe takes a ManifestWork event into the verdicts: a created or updated work (updated, with old)
+// is judged again, a deleted one (updated nil) leaves its AppConfig's, and a relabelled one moves from
+// one AppConfig's to the other's. Works are the cache's own objects and are kept, never changed.
+func (v *clusterVerdicts) observe(old, updated client.Object) {
+	oldWork, _ := old.(*workv1.ManifestWork)
+	newWork, _ := updated.(*workv1.ManifestWork)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if oldWork != nil {
+		if app, ok := v.appOf(oldWork); ok && (newWork == nil || !sameAppConfigLabels(oldWork, newWork)) {
+			v.apps[app].forget(client.ObjectKeyFromObject(oldWork))
+			if len(v.apps[app].works) == 0 {
+				delete(v.apps, app)
+			}
+		}
+	}
+	if newWork == nil {
+		return
+	}
+	app, ok := appConfigOfLabels(newWork)
+	if !ok || (v.owns != nil && !v.owns(app)) {
+		return
+	}
+	a := v.apps[app]
+	if a == nil {
+		a = &appVerdicts{works: map[types.NamespacedName]workVerdict{}, notFine: map[types.NamespacedName]bool{}}
+		v.apps[app] = a
+	}
+	a.put(newWork)
+}
+
+// appOf is the AppConfig whose verdicts hold mw, if any do.
+func (v *clusterVerdicts) appOf(mw *workv1.ManifestWork) (types.NamespacedName, bool) {
+	app, ok := appConfigOfLabels(mw)
+	if !ok || v.apps[app] == nil {
+		return app, false
+	}
+	return app, true
+}
+
+func sameAppConfigLabels(a, b client.Object) bool {
+	return a.GetLabels()[LabelAppConfigNamespace] == b.GetLabels()[LabelAppConfigNamespace] &&
+		a.GetLabels()[LabelAppConfigName] == b.GetLabels()[LabelAppConfigName]
+}
+
+// summarize counts the AppConfig's clusters from the verdicts on their ManifestWorks and lists the
+// first v1alpha2.MaxClustersListed that are not fine by name, counting the rest: the status is the same
+// size for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count,
+// not a list. current are the objects rendered now (v1alpha2.CurrentObjects); the works in gone, which
+// this reconcile deleted, are no longer counted.
+func (v *clusterVerdicts) summarize(app types.NamespacedName, current map[string]bool, gone map[types.NamespacedName]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
+	v.mu.Lock()
+	a := v.apps[app]
+	if a == nil {
+		a = &appVerdicts{}
+	}
+	if !a.judged || !maps.Equal(a.current, current) {
+		a.judgeAll(current)
+	}
+	n, applied, available, healthy := len(a.works), a.applied, a.available, a.healthy
+	notFine := len(a.notFine)
+	for key := range gone {
+		w, ok := a.works[key]
+		if !ok {
+			continue
+		}
+		n, notFine = n-1, notFine-count(!w.fine)
+		applied, available, healthy = applied-count(w.applied), available-count(w.available), healthy-count(w.healthy)
+	}
+	first := a.firstNotFine(v1alpha2.MaxClustersListed, gone)
+	v.mu.Unlock()
+
+	// The cache's works do not change: the listed ones are told in detail outside the lock.
+	for _, mw := range first {
+		listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
+	}
+	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
+		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, int32(notFine - len(listed))
+}
+
+func count(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// judge is the verdict on mw, against the objects rendered now.
+func judge(mw *workv1.ManifestWork, current map[string]bool) workVerdict {
+	cs := clusterStatus(mw, current, false)
+	return workVerdict{work: mw, applied: cs.Applied == metav1.ConditionTrue, available: cs.Available == metav1.ConditionTrue,
+		healthy: cs.Health == v1alpha2.Healthy, fine: clusterFine(cs)}
+}
+
+// judgeAll judges every work again against the objects rendered now.
+func (a *appVerdicts) judgeAll(current map[string]bool) {
+	a.current, a.judged = current, true
+	a.applied, a.available, a.healthy = 0, 0, 0
+	clear(a.notFine)
+	for key, w := range a.works {
+		w = judge(w.work, current)
+		a.works[key] = w
+		a.tally(key, w, 1)
+	}
+}
+
+// put judges mw, replacing the verdict on its earlier version.
+func (a *appVerdicts) put(mw *workv1.ManifestWork) {
+	key := client.ObjectKeyFromObject(mw)
+	a.forget(key)
+	w := judge(mw, a.current)
+	a.works[key] = w
+	a.tally(key, w, 1)
+}
+
+// forget drops the verdict on the work key, if there is one.
+func (a *appVerdicts) forget(key types.NamespacedName) {
+	if w, ok := a.works[key]; ok {
+		delete(a.works, key)
+		a.tally(key, w, -1)
+	}
+}
+
+// tally adds a verdict to the counts (sign 1) or takes it out of them (-1).
+func (a *appVerdicts) tally(key types.NamespacedName, w workVerdict, sign int) {
+	a.applied += sign * count(w.applied)
+	a.available += sign * count(w.available)
+	a.healthy += sign * count(w.healthy)
+	switch {
+	case w.fine:
+	case sign > 0:
+		a.notFine[key] = true
+	default:
+		delete(a.notFine, key)
+	}
+}
+
+// firstNotFine are the first limit works not fine, by cluster, leaving out the clusters in gone. It
+// keeps the first ones in order as it goes over them all: before its agents report, every one of an
+// AppConfig's 10,000 clusters is not fine, and sorting them all on every reconcile is what this avoids.
+func (a *appVerdicts) firstNotFine(limit int, gone map[types.NamespacedName]bool) []*workv1.ManifestWork {
+	byCluster := func(x, y types.NamespacedName) int {
+		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+	}
+	var first []types.NamespacedName
+	for key := range a.notFine {
+		if limit == 0 || gone[key] || (len(first) == limit && byCluster(key, first[limit-1]) > 0) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(first, key, byCluster)
+		first = slices.Insert(first, i, key)
+		if len(first) > limit {
+			first = first[:limit]
+		}
+	}
+	out := make([]*workv1.ManifestWork, 0, len(first))
+	for _, key := range first {
+		out = append(out, a.works[key].work)
+	}
+	return out
+}
