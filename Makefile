@@ -110,8 +110,11 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	done
 	@echo; echo "# hub: kubectl apply -f examples/hello-app.yaml   (an OAM application placed on cluster1 and cluster2)"
 	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig apply -f examples/hello-app.yaml
+	@# kubectl ferry reads the works; the AppConfig's own summary follows them within ferry-hub's
+	@# --report-batch (500ms): wait for both, so that kubectl get below shows what kubectl ferry does.
 	@if [ "$(DEMO_WAIT_HEALTHY)" = 1 ]; then \
-	  $(KUBECTL_FERRY) status appconfig hello-app -n default --watch --until-healthy --timeout 2m >/dev/null; \
+	  $(KUBECTL_FERRY) status appconfig hello-app -n default --watch --until-healthy --timeout 2m >/dev/null && \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default wait appconfig/hello-app --for=jsonpath='{.status.summary.healthy}'=2/2 --timeout=60s >/dev/null; \
 	else \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default wait appconfig/hello-app --for=jsonpath='{.status.summary.available}'=2/2 --timeout=60s >/dev/null; \
 	fi
