@@ -260,6 +260,20 @@ func allApplied(w *workv1.ManifestWork) bool {
 	return true
 }
 
+// allHealthy reports whether the work is allApplied and every manifest neither Progressing nor Degraded:
+// what it applied has settled on the spoke (a Deployment's pods are ready), so nothing more to report.
+func allHealthy(w *workv1.ManifestWork) bool {
+	if !allApplied(w) {
+		return false
+	}
+	for i := range w.Spec.Workload.Manifests {
+		if !hasCondition(w, int32(i), workv1.ManifestProgressing, metav1.ConditionFalse) || !hasCondition(w, int32(i), workv1.ManifestDegraded, metav1.ConditionFalse) {
+			return false
+		}
+	}
+	return true
+}
+
 // waitResyncs waits until the agent has read at least n*perResync more times from the spoke: each
 // round reads each of the work's perResync objects once.
 func (f *agentFixture) waitResyncs(n, perResync int64) {

@@ -80,11 +80,13 @@ func TestWorkIsAppliedAndReportedPerManifest(t *testing.T) {
 	}
 }
 
-// With nothing changed, resyncs read but write nothing to either API server.
+// With nothing changed, resyncs read but write nothing to either API server. Nothing changed means
+// the spoke has settled too: until its Deployment's pod is ready, the Deployment's health changes and
+// the agent rightly reports it.
 func TestSteadyStateWritesNothing(t *testing.T) {
 	f := startAgent(t, withResync(100*time.Millisecond))
 	w := f.create(f.work("steady", namespaceManifest, configMapA, deploymentWeb))
-	f.waitWork(w.Name, "applied", allApplied)
+	f.waitWork(w.Name, "applied, and the Deployment ready", allHealthy)
 	if h, s := f.writesOfQuietResyncs(3); h != 0 || s != 0 {
 		t.Errorf("resyncs with nothing changed wrote %d times to the hub and %d times to the spoke, want 0", h, s)
 	}
