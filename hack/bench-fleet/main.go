@@ -41,6 +41,7 @@ type options struct {
 	timeout          time.Duration
 	sampleInterval   time.Duration
 	keep             bool
+	pprofAddress     string
 }
 
 func main() {
@@ -91,6 +92,7 @@ status as ferry-agent would. It prints a table and writes the figures as JSON (-
 	f.DurationVar(&o.worksTimeout, "works-timeout", 30*time.Minute, "how long to wait for the N×M ManifestWorks")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait in every other phase")
 	f.DurationVar(&o.sampleInterval, "sample-interval", 500*time.Millisecond, "how often process memory and CPU time are sampled")
+	f.StringVar(&o.pprofAddress, "pprof-bind-address", "", "host:port to serve bench-fleet's own Go /debug/pprof profiles on, to see what the benchmark itself spends (ferry-hub's: --hub-arg=--pprof-bind-address=...)")
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
 	return cmd
 }

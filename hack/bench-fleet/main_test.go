@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/fleetsim"
 	"github.com/ferry-mc/ferry/pkg/hub"
@@ -140,11 +142,12 @@ func TestWaitNamesWhatAndHowFar(t *testing.T) {
 }
 
 // A work counts as rewritten when its generation moved; it is the changed AppConfig's or another's
-// by the hub's label; the time is the changed AppConfig's last.
+// by the hub's label; the time is when the changed AppConfig's last was written, not when a watch
+// that fell behind saw it.
 func TestRewrites(t *testing.T) {
 	t0 := time.Now()
-	work := func(cluster, app string, gen int64, seen time.Time) *fleetsim.Work {
-		w := &fleetsim.Work{Seen: seen}
+	work := func(cluster, app string, gen int64, written time.Time) *fleetsim.Work {
+		w := &fleetsim.Work{Written: written, Seen: written.Add(2 * time.Minute)}
 		w.Namespace, w.Name, w.Generation = cluster, namespace+"."+app, gen
 		w.Labels = map[string]string{hub.LabelAppConfigName: app}
 		return w
@@ -156,11 +159,11 @@ func TestRewrites(t *testing.T) {
 		work("c1", "app-1", 5, t0.Add(5*time.Second)), // should not have moved
 		work("c2", "app-1", 4, t0.Add(7*time.Second)),
 	}
-	before := map[string]int64{}
+	before := generations{}
 	for _, w := range works {
-		before[w.Key()] = 1
+		before[keyOf(w)] = 1
 	}
-	before["c2/"+namespace+".app-1"] = 4
+	before[types.NamespacedName{Namespace: "c2", Name: namespace + ".app-1"}] = 4
 	each := func(f func(*fleetsim.Work)) {
 		for _, w := range works {
 			f(w)

@@ -107,7 +107,8 @@ type ChangeResult struct {
 	Rewritten int `json:"rewritten"`
 	OfApp     int `json:"rewrittenOfApp0"`
 	Others    int `json:"rewrittenOthers"`
-	// Seconds is from the Component update until the last of app-0's works was rewritten.
+	// Seconds is from the Component update until the last of app-0's works was rewritten, as the API
+	// server recorded the write (whole seconds).
 	Seconds float64 `json:"seconds"`
 	// HubWrites is ferry-hub's API writes from the update until it was idle again (works, revision,
 	// status, events, and its leader-election renewals meanwhile).

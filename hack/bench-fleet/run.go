@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +66,13 @@ type bench struct {
 
 func run(ctx context.Context, o *options) error {
 	b := &bench{o: o, start: time.Now(), res: newResult(o), sampler: fleetsim.NewSampler(o.sampleInterval)}
+	if o.pprofAddress != "" {
+		stop, err := servePprof(o.pprofAddress)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	err := b.run(ctx)
 	if err != nil {
 		b.res.Error = err.Error()
@@ -335,4 +345,19 @@ func (b *bench) waitFor(ctx context.Context, what string, timeout time.Duration,
 
 func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%8s] %s\n", time.Since(b.start).Round(time.Second), fmt.Sprintf(format, args...))
+}
+
+// servePprof serves Go's /debug/pprof profiles of bench-fleet itself on addr until stop is called.
+func servePprof(addr string) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, nil
 }

@@ -22,6 +22,10 @@ type Work struct {
 	Manifests []Manifest
 	// Seen is when this generation of the work was first seen (by a WorkTracker; zero otherwise).
 	Seen time.Time
+	// Written is when the API server last recorded a write of the work's spec or metadata (the newest
+	// of its managedFields entries but the status's; whole seconds): when the hub wrote it, however
+	// late a watcher sees it.
+	Written time.Time
 }
 
 // Manifest is one manifest of a work as its agent reports it.
@@ -44,7 +48,7 @@ func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
 	w := &Work{ObjectMeta: metav1.ObjectMeta{
 		Name: mw.Name, Namespace: mw.Namespace, Generation: mw.Generation, Labels: mw.Labels,
 		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
-	}}
+	}, Written: writtenAt(mw)}
 	for i, raw := range mw.Spec.Workload.Manifests {
 		id, err := v1alpha2.IdentifyManifest(raw)
 		if err != nil {
@@ -92,4 +96,16 @@ func configOf(configs []workv1.ManifestConfigOption, m workv1.ManifestResourceMe
 		}
 	}
 	return found
+}
+
+// writtenAt is when mw's spec or metadata was last written, by its managedFields; its creation when it
+// has none.
+func writtenAt(mw *workv1.ManifestWork) time.Time {
+	at := mw.CreationTimestamp.Time
+	for _, f := range mw.ManagedFields {
+		if f.Subresource == "" && f.Time != nil && f.Time.After(at) {
+			at = f.Time.Time
+		}
+	}
+	return at
 }

@@ -3,7 +3,9 @@ package fleetsim
 import (
 	"reflect"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 )
@@ -32,6 +34,30 @@ func TestWorkOfKeepsWhatTheAgentReportsOn(t *testing.T) {
 	}
 	if w.Key() != "c7/shop.web" || w.Generation != 2 || w.Labels["ferry.io/appconfig-name"] != "web" {
 		t.Errorf("work %s generation %d labels %v; want c7/shop.web, 2, the hub's labels", w.Key(), w.Generation, w.Labels)
+	}
+}
+
+// A work was written when the API server last recorded a write of it other than of its status: the
+// hub's, not the agent's report that followed; its creation when nothing says more.
+func TestWorkOfSaysWhenTheWorkWasWritten(t *testing.T) {
+	created := time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC)
+	mw := hubWork("c7", 2)
+	mw.CreationTimestamp = metav1.NewTime(created)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(created.Add(d)); return &t }
+	mw.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "ferry-hub", Operation: metav1.ManagedFieldsOperationUpdate, Time: at(5 * time.Second)},
+		{Manager: "ferry-agent", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: at(9 * time.Second)},
+	}
+	w, err := WorkOf(mw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := created.Add(5 * time.Second); !w.Written.Equal(want) {
+		t.Errorf("written %v; want the hub's write at %v", w.Written, want)
+	}
+	mw.ManagedFields = nil
+	if w, err = WorkOf(mw); err != nil || !w.Written.Equal(created) {
+		t.Errorf("without managedFields written %v (%v); want its creation %v", w.Written, err, created)
 	}
 }
 
