@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -84,15 +85,40 @@ func (c *controller) ensureAppliedWork(ctx context.Context, work *workv1.Manifes
 		return nil, fmt.Errorf("AppliedManifestWork %s: %w", name, errAppliedWorkBeingDeleted)
 	}
 	if amw.Status.EvictionStartTime != nil {
-		return c.adoptMarkedAppliedWork(ctx, work, amw)
+		if amw, err = c.adoptMarkedAppliedWork(ctx, work, amw); err != nil {
+			return nil, err
+		}
 	}
-	return amw, nil
+	return c.syncAppliedWorkLabels(ctx, work, amw)
+}
+
+// syncAppliedWorkLabels gives the AppliedManifestWork the work's labels, as OCM's agent does when it
+// creates one, and keeps them in step when the work's change, so that a spoke's admin can select the
+// AppliedManifestWorks of an application by the labels its works carry.
+func (c *controller) syncAppliedWorkLabels(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) (*workv1.AppliedManifestWork, error) {
+	if maps.Equal(work.Labels, amw.Labels) {
+		return amw, nil
+	}
+	labels := map[string]any{}
+	for k := range amw.Labels {
+		labels[k] = nil
+	}
+	for k, v := range work.Labels {
+		labels[k] = v
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	updated, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("copy the work's labels to AppliedManifestWork %s: %w", amw.Name, err)
+	}
+	c.freshAMWs.wrote(amw.ResourceVersion, updated)
+	return updated, nil
 }
 
 // createAppliedWork creates the work's AppliedManifestWork, or reads it live when it exists already.
 func (c *controller) createAppliedWork(ctx context.Context, work *workv1.ManifestWork) (*workv1.AppliedManifestWork, error) {
 	amw := &workv1.AppliedManifestWork{
-		ObjectMeta: metav1.ObjectMeta{Name: c.appliedWorkName(work.Name), Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Name: c.appliedWorkName(work.Name), Labels: work.Labels, Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
 		Spec:       workv1.AppliedManifestWorkSpec{HubHash: c.hubHash, AgentID: c.agentID, ManifestWorkName: work.Name},
 	}
 	created, err := c.amws.Create(ctx, amw, metav1.CreateOptions{})
@@ -208,7 +234,7 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 			}
 			continue
 		}
-		gone, err := c.removeResource(ctx, amw, a, false)
+		gone, err := c.removeResource(ctx, amw, a, orphaned(work.Spec.DeleteOption, a.ResourceIdentifier))
 		if err != nil {
 			c.log.Error(err, "remove a resource the work no longer holds", "work", work.Name, "resource", key)
 		}

@@ -30,6 +30,13 @@ type manifestResult struct {
 	feedbackErr error
 	// health: the object's Progressing, Degraded, Complete and conditionRules conditions
 	health []metav1.Condition
+	// completed: the manifest was Complete, so it was only read, not applied
+	completed bool
+}
+
+// identifier names the manifest's object by resource, as manifestConfigs and deleteOption rules do.
+func (r *manifestResult) identifier() workv1.ResourceIdentifier {
+	return workv1.ResourceIdentifier{Group: r.meta.Group, Resource: r.meta.Resource, Namespace: r.meta.Namespace, Name: r.meta.Name}
 }
 
 // exists reports whether the manifest's object is on the spoke after this reconcile.
@@ -148,15 +155,23 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		ns = ""
 	}
-	r.config = configFor(a.work, mapping.Resource.GroupResource(), ns, r.meta.Name)
 	r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
+	r.config = configFor(a.work.Spec.ManifestConfigs, r.identifier())
 	if c.watches != nil && (ns != "" || mapping.Scope.Name() != meta.RESTScopeNameNamespace) {
 		// (A namespaced manifest without a namespace fails below; it must not start a cluster-wide watch.)
 		c.watches.watch(mapping.Resource, ns)
 	}
 	opts := optionsFor(r.config)
 	opts.Mapping = mapping
-	if opts.Strategy != apply.ReadOnly {
+	if r.completed = manifestComplete(a.work, r.meta); r.completed {
+		// A finished Job or Pod is not applied again (nor re-created once cleaned up on the spoke): it
+		// is only read, for its status.
+		opts.Strategy = apply.ReadOnly
+	}
+	// An object the work orphans never carries its owner reference, so that neither the work's
+	// deletion nor the manifest's removal from the work takes the object with it.
+	owned := !orphaned(a.work.Spec.DeleteOption, r.identifier())
+	if opts.Strategy != apply.ReadOnly && owned {
 		opts.Owner = a.owner
 	}
 	if opts.Strategy == apply.ApplyOnceForce {
@@ -173,6 +188,10 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 		if !r.result.Namespaced {
 			r.meta.Namespace = ""
 		}
+	}
+	if r.err == nil && !owned && r.exists() && opts.Strategy != apply.ReadOnly {
+		// Applied while the work owned it, orphaned since: let go of it now.
+		r.err = c.disown(ctx, r.result, a.owner.UID)
 	}
 	if retriable(r.err) {
 		a.retry()

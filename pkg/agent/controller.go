@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,6 +144,11 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 	work = c.freshWorks.pick(work)
 	if work.DeletionTimestamp != nil {
 		return c.finalize(ctx, work)
+	}
+	if workComplete(work) && slices.Contains(work.Finalizers, workv1.ManifestWorkFinalizer) {
+		// Done (see completion.go): nothing of it is applied or removed, and its status stays as it
+		// was when it completed, until it is deleted.
+		return nextStep{}, nil
 	}
 	// The hub's finalizer and the spoke's AppliedManifestWork do not depend on each other: one round
 	// trip instead of two, which is most of a new work's latency.

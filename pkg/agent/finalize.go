@@ -8,11 +8,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
 // finalize runs when a ManifestWork is being deleted: its objects are deleted (Foreground, the default),
@@ -28,7 +31,12 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		return nextStep{}, err
 	}
 	if amw != nil {
-		done, err := c.removeAppliedWork(ctx, amw, func(a workv1.AppliedManifestResourceMeta) bool { return orphaned(work.Spec.DeleteOption, a) })
+		if work, err = c.markDeleting(ctx, work); err != nil {
+			return nextStep{}, err
+		}
+		done, err := c.removeAppliedWork(ctx, amw, func(a workv1.AppliedManifestResourceMeta) bool {
+			return orphaned(work.Spec.DeleteOption, a.ResourceIdentifier)
+		})
 		if err != nil {
 			return nextStep{}, err
 		}
@@ -44,6 +52,23 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		c.watches.forget(work.Name)
 	}
 	return nextStep{}, nil
+}
+
+// markDeleting sets the work's Deleting condition, as OCM's agent does while it removes what a work
+// applied, so that the hub sees why the work has not gone yet.
+func (c *controller) markDeleting(ctx context.Context, work *workv1.ManifestWork) (*workv1.ManifestWork, error) {
+	if meta.IsStatusConditionTrue(work.Status.Conditions, workv1.WorkDeleting) {
+		return work, nil
+	}
+	w := work.DeepCopy()
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkDeleting, Status: metav1.ConditionTrue,
+		Reason: "WorkDeleting", Message: "ManifestWork is being deleted", ObservedGeneration: w.Generation})
+	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("set the Deleting condition: %w", err)
+	}
+	c.freshWorks.wrote(work.ResourceVersion, updated)
+	return updated, nil
 }
 
 // removeAppliedWork deletes the objects an AppliedManifestWork records (but those orphan keeps, which
@@ -83,8 +108,11 @@ func (c *controller) removeAppliedWork(ctx context.Context, amw *workv1.AppliedM
 	return true, nil
 }
 
-// orphaned reports whether the delete option keeps the resource on the spoke.
-func orphaned(opt *workv1.DeleteOption, a workv1.AppliedManifestResourceMeta) bool {
+// orphaned reports whether the delete option keeps the object on the spoke: Orphan keeps every object,
+// SelectivelyOrphan those its orphaning rules name exactly (as OCM's agent reads them, no wildcards).
+// An orphaned object is applied without the work's owner reference and is left in place both when the
+// work is deleted and when its manifest leaves the work.
+func orphaned(opt *workv1.DeleteOption, id workv1.ResourceIdentifier) bool {
 	if opt == nil {
 		return false
 	}
@@ -92,14 +120,8 @@ func orphaned(opt *workv1.DeleteOption, a workv1.AppliedManifestResourceMeta) bo
 	case workv1.DeletePropagationPolicyTypeOrphan:
 		return true
 	case workv1.DeletePropagationPolicyTypeSelectivelyOrphan:
-		if opt.SelectivelyOrphan == nil {
-			return false
-		}
-		for _, r := range opt.SelectivelyOrphan.OrphaningRules {
-			if r.Group == a.Group && r.Resource == a.Resource && r.Namespace == a.Namespace && r.Name == a.Name {
-				return true
-			}
-		}
+		return opt.SelectivelyOrphan != nil && slices.ContainsFunc(opt.SelectivelyOrphan.OrphaningRules,
+			func(rule workv1.OrphaningRule) bool { return workv1.ResourceIdentifier(rule) == id })
 	}
 	return false
 }
@@ -138,11 +160,7 @@ func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedMani
 		return true, nil
 	}
 	if orphan || shared {
-		patch, _ := json.Marshal([]map[string]any{
-			{"op": "test", "path": fmt.Sprintf("/metadata/ownerReferences/%d/uid", ours), "value": string(amw.UID)},
-			{"op": "remove", "path": fmt.Sprintf("/metadata/ownerReferences/%d", ours)},
-		})
-		if _, err := ri.Patch(ctx, a.Name, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := ri.Patch(ctx, a.Name, types.JSONPatchType, dropOwnerPatch(ours, amw.UID), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("drop owner reference: %w", err)
 		}
 		return true, nil
@@ -162,4 +180,31 @@ func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedMani
 		return false, fmt.Errorf("delete: %w", err)
 	}
 	return false, nil
+}
+
+// dropOwnerPatch is a JSON patch removing the owner reference at index i, provided it is still owner's.
+func dropOwnerPatch(i int, owner types.UID) []byte {
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": fmt.Sprintf("/metadata/ownerReferences/%d/uid", i), "value": string(owner)},
+		{"op": "remove", "path": fmt.Sprintf("/metadata/ownerReferences/%d", i)},
+	})
+	return patch
+}
+
+// disown removes the owner reference of the AppliedManifestWork owner from an object the work applied
+// while it owned it and orphans now (its deleteOption changed), so that removing the manifest or
+// deleting the work leaves the object in place.
+func (c *controller) disown(ctx context.Context, res apply.Result, owner types.UID) error {
+	i := slices.IndexFunc(res.Object.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner })
+	if i < 0 {
+		return nil
+	}
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(res.Resource)
+	if res.Namespaced {
+		ri = c.dynamic.Resource(res.Resource).Namespace(res.Object.GetNamespace())
+	}
+	if _, err := ri.Patch(ctx, res.Object.GetName(), types.JSONPatchType, dropOwnerPatch(i, owner), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("drop the owner reference of the orphaned object: %w", err)
+	}
+	return nil
 }

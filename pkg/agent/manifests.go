@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,14 +71,62 @@ func rank(m manifest) int {
 	return 2
 }
 
-// configFor returns the manifestConfigs entry whose resourceIdentifier names the object, or nil.
-func configFor(work *workv1.ManifestWork, gr schema.GroupResource, namespace, name string) *workv1.ManifestConfigOption {
-	for i := range work.Spec.ManifestConfigs {
-		c := &work.Spec.ManifestConfigs[i]
-		id := c.ResourceIdentifier
-		if id.Group == gr.Group && id.Resource == gr.Resource && id.Name == name && id.Namespace == namespace {
-			return c
+// configFor returns the manifest's configuration as OCM's agent reads manifestConfigs: every entry whose
+// resourceIdentifier names the object counts, in order — group and resource exactly, name and namespace
+// as patterns in which "*" stands for any run of characters — and the first matching entry that sets
+// each of updateStrategy, feedbackRules and conditionRules gives it, while feedbackScrapeType is the last
+// matching entry's. nil when no entry sets anything.
+func configFor(configs []workv1.ManifestConfigOption, id workv1.ResourceIdentifier) *workv1.ManifestConfigOption {
+	var out *workv1.ManifestConfigOption
+	for i := range configs {
+		c := &configs[i]
+		if !identifies(c.ResourceIdentifier, id) {
+			continue
 		}
+		if out == nil {
+			out = &workv1.ManifestConfigOption{ResourceIdentifier: id}
+		}
+		if out.UpdateStrategy == nil {
+			out.UpdateStrategy = c.UpdateStrategy
+		}
+		if len(out.FeedbackRules) == 0 {
+			out.FeedbackRules = c.FeedbackRules
+		}
+		if len(out.ConditionRules) == 0 {
+			out.ConditionRules = c.ConditionRules
+		}
+		out.FeedbackScrapeType = c.FeedbackScrapeType
 	}
-	return nil
+	if out == nil || (out.UpdateStrategy == nil && len(out.FeedbackRules) == 0 && len(out.ConditionRules) == 0) {
+		return nil
+	}
+	return out
+}
+
+// identifies reports whether a manifestConfigs resourceIdentifier names the object id.
+func identifies(pattern, id workv1.ResourceIdentifier) bool {
+	return pattern.Group == id.Group && pattern.Resource == id.Resource &&
+		wildcardMatch(pattern.Namespace, id.Namespace) && wildcardMatch(pattern.Name, id.Name)
+}
+
+// wildcardMatch reports whether s matches pattern, in which each "*" stands for any run of characters
+// (none included) and everything else for itself.
+func wildcardMatch(pattern, s string) bool {
+	if !strings.Contains(pattern, "*") {
+		return pattern == s
+	}
+	parts := strings.Split(pattern, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }

@@ -241,7 +241,7 @@ func TestUpdateLeavesAServicesAllocatedClusterIPAlone(t *testing.T) {
 }
 
 // Seed 004: a Job without spec.selector (the API server defaults an immutable one) applies and
-// re-syncs under Update without an error and without writes; a later change of the manifest applies.
+// re-syncs under Update without an error and without writes; once it is Complete it is no longer applied.
 func TestUpdateResyncsAJobWithoutSelectorWithoutErrorOrWrites(t *testing.T) {
 	f := startAgent(t, withResync(100*time.Millisecond))
 	w := f.create(f.work("job", namespaceManifest, jobWithoutSelector))
@@ -267,12 +267,16 @@ func TestUpdateResyncsAJobWithoutSelectorWithoutErrorOrWrites(t *testing.T) {
 		t.Errorf("Job Applied = %s %q, want %s", c.Reason, c.Message, workv1.AppliedManifestComplete)
 	}
 
+	// A Complete Job is no longer applied, as with OCM's agent: a change of its manifest is reported,
+	// not written (see TestCompletedManifestIsNotAppliedAgain).
 	f.setManifest(w.Name, 1, f.replace(jobWithoutSelector, `namespace: "{{ns}}"}`, `namespace: "{{ns}}", labels: {tier: batch}}`))
-	f.waitWork(w.Name, "applied with a label", allApplied)
-	f.eventually("label on the spoke", func(ctx context.Context) (bool, error) {
-		j, err := f.kube.BatchV1().Jobs(f.cluster).Get(ctx, "once", metav1.GetOptions{})
-		return err == nil && j.Labels["tier"] == "batch", err
-	})
+	got = f.waitWork(w.Name, "looked at again", allApplied)
+	if c := manifestCondition(got, 1, workv1.ManifestApplied); !strings.Contains(c.Message, "Complete") {
+		t.Errorf("Job Applied = %s %q, want it to say the Job is Complete", c.Reason, c.Message)
+	}
+	if j, err := f.kube.BatchV1().Jobs(f.cluster).Get(t.Context(), "once", metav1.GetOptions{}); err != nil || j.Labels["tier"] != "" {
+		t.Errorf("the Complete Job was written: labels %v (%v)", j.Labels, err)
+	}
 }
 
 // CreateOnly: an object that exists — created by another client, or by this work — is never updated,

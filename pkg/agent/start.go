@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -133,8 +134,9 @@ func Start(ctx context.Context, cfg Config) error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*workv1.ManifestWork)
 			w, ok2 := cur.(*workv1.ManifestWork)
-			// Status writes (ours) change neither the generation nor the deletion timestamp.
-			if ok1 && ok2 && (o.Generation != w.Generation || (w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
+			// Status writes (ours) change neither the generation, the labels (copied to the
+			// AppliedManifestWork) nor the deletion timestamp.
+			if ok1 && ok2 && (o.Generation != w.Generation || !maps.Equal(o.Labels, w.Labels) || (w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
 				c.enqueue(w.Name)
 			}
 		},

@@ -36,6 +36,8 @@ const (
 	ConditionStatusFeedbackSynced = "StatusFeedbackSynced"
 	ReasonStatusFeedbackSynced    = "StatusFeedbackSynced"
 	ReasonStatusFeedbackFailed    = "StatusFeedbackSyncFailed"
+	// ReasonNoStatusFeedback: StatusFeedbackSynced of a manifest without feedback rules (OCM's reason).
+	ReasonNoStatusFeedback = "NoStatusFeedbackSynced"
 
 	ReasonWorkApplied      = "AppliedManifestWorkComplete"
 	ReasonWorkApplyFailed  = "AppliedManifestWorkFailed"
@@ -93,21 +95,28 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 			unavailable = append(unavailable, describeManifest(r))
 		}
 		meta.SetStatusCondition(&mc.Conditions, available)
-		if r.config != nil && len(r.config.FeedbackRules) > 0 && r.exists() {
-			mc.StatusFeedbacks.Values = r.feedback
-			synced := metav1.Condition{Type: ConditionStatusFeedbackSynced, Status: metav1.ConditionTrue, Reason: ReasonStatusFeedbackSynced,
-				Message: "Status feedback is synced", ObservedGeneration: gen}
-			if r.feedbackErr != nil {
-				synced.Status, synced.Reason, synced.Message = metav1.ConditionFalse, ReasonStatusFeedbackFailed, r.feedbackErr.Error()
+		// As OCM's agent: StatusFeedbackSynced is set whenever the object could be read (with a reason
+		// of its own when the manifest has no feedback rules), and left as it was when it could not.
+		if r.exists() {
+			synced := metav1.Condition{Type: ConditionStatusFeedbackSynced, Status: metav1.ConditionTrue, Reason: ReasonNoStatusFeedback,
+				Message: "The manifest has no status feedback rules", ObservedGeneration: gen}
+			if r.config != nil && len(r.config.FeedbackRules) > 0 {
+				mc.StatusFeedbacks.Values = r.feedback
+				synced.Reason, synced.Message = ReasonStatusFeedbackSynced, "Status feedback is synced"
+				if r.feedbackErr != nil {
+					synced.Status, synced.Reason, synced.Message = metav1.ConditionFalse, ReasonStatusFeedbackFailed, r.feedbackErr.Error()
+				}
 			}
 			meta.SetStatusCondition(&mc.Conditions, synced)
-		} else {
-			meta.RemoveStatusCondition(&mc.Conditions, ConditionStatusFeedbackSynced)
 		}
-		setHealth(&mc.Conditions, r.health)
+		if r.exists() || !r.completed {
+			// (A completed object since cleaned up on the spoke keeps the health it finished with:
+			// Complete stays True, so that it is not applied again.)
+			setHealth(&mc.Conditions, r.health)
+		}
 		status.ResourceStatus.Manifests = append(status.ResourceStatus.Manifests, mc)
 	}
-	setHealth(&status.Conditions, health.Aggregate(status.ResourceStatus.Manifests, gen))
+	setHealth(&status.Conditions, restrictBuiltInComplete(health.Aggregate(status.ResourceStatus.Manifests, gen), results))
 
 	workApplied := metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonWorkApplied,
 		Message: "Apply manifest work complete", ObservedGeneration: gen}
@@ -146,6 +155,8 @@ func appliedCondition(r *manifestResult) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonSSAIgnoreFieldError, r.err.Error()
 	case r.err != nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, r.err.Error()
+	case r.completed:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAppliedManifestComplete, "Apply manifest complete; the resource is Complete, so it is no longer applied"
 	case r.result.Operation == apply.Skipped && r.result.Object == nil && optionsFor(r.config).Strategy == apply.ReadOnly:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, "ReadOnly: the object does not exist on the cluster"
 	case r.result.Operation == apply.Skipped && r.result.Object == nil:
