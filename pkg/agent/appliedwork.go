@@ -227,6 +227,10 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 	for i := range results {
 		transient = transient || retriable(results[i].err)
 	}
+	client, err := c.removalClient(work)
+	if err != nil {
+		transient = true // an invalid executor removes nothing
+	}
 	for key, a := range previous {
 		if keep[key] || transient {
 			if !containsKey(applied, key) {
@@ -234,7 +238,7 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 			}
 			continue
 		}
-		gone, err := c.removeResource(ctx, amw, a, orphaned(work.Spec.DeleteOption, a.ResourceIdentifier))
+		gone, err := c.removeResource(ctx, client, amw, a, orphaned(work.Spec.DeleteOption, a.ResourceIdentifier))
 		if err != nil {
 			c.log.Error(err, "remove a resource the work no longer holds", "work", work.Name, "resource", key)
 		}

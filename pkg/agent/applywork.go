@@ -51,8 +51,13 @@ var (
 // manifest in spec order.
 func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) ([]manifestResult, nextStep) {
 	ms := rejectConflictingDuplicates(decodeManifests(work))
+	applier, err := c.executors.applierFor(work)
+	if applier == nil || err != nil {
+		applier = c.applier // an invalid executor fails each manifest in authorize
+	}
 	a := &workApply{
 		work:    work,
+		applier: applier,
 		results: make([]manifestResult, len(ms)),
 		owner: &metav1.OwnerReference{
 			APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID,
@@ -93,6 +98,7 @@ const applyParallelism = 8
 // workApply is one reconcile's application of a work's manifests.
 type workApply struct {
 	work    *workv1.ManifestWork
+	applier *apply.Applier   // the agent's, or the executor's (ExecutorImpersonate)
 	results []manifestResult // by ordinal; each written by the one goroutine applying that manifest
 	owner   *metav1.OwnerReference
 	forced  map[string]string
@@ -110,9 +116,12 @@ func (a *workApply) retry() {
 	a.mu.Unlock()
 }
 
+// after asks for the work to be looked at again within d.
 func (a *workApply) after(d time.Duration) {
 	a.mu.Lock()
-	a.next.after = d
+	if a.next.after == 0 || d < a.next.after {
+		a.next.after = d
+	}
 	a.mu.Unlock()
 }
 
@@ -174,6 +183,13 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if opts.Strategy != apply.ReadOnly && owned {
 		opts.Owner = a.owner
 	}
+	if err := c.executors.authorize(ctx, a.work, mapping.Resource, ns, r.meta.Name, opts.Strategy, owned, m.obj); err != nil {
+		r.err = err
+		if isExecutorDenied(err) {
+			a.after(executorRetry) // a change of RBAC brings it back sooner
+		}
+		return
+	}
 	if opts.Strategy == apply.ApplyOnceForce {
 		opts.AppliedHash = a.forced[identityKey(r)]
 	}
@@ -181,7 +197,10 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 		return
 	}
 	started := time.Now()
-	r.result, r.err = c.applier.Apply(ctx, m.obj, opts)
+	r.result, r.err = a.applier.Apply(ctx, m.obj, opts)
+	if r.err = c.executors.refused(a.work, r.err, mapping.Resource, ns, r.meta.Name); isExecutorDenied(r.err) {
+		a.after(executorRetry)
+	}
 	observeApplyDuration(opts.Strategy, time.Since(started))
 	if r.result.Resource.Resource != "" { // mapped: the resource and its scope are known
 		r.meta.Resource = r.result.Resource.Resource
@@ -241,7 +260,10 @@ func optionsFor(cfg *workv1.ManifestConfigOption) apply.Options {
 // retriable reports whether an apply error may go away by itself, so that the work is retried with
 // backoff rather than at the next resync.
 func retriable(err error) bool {
-	if err == nil || apply.IsInvalidManifest(err) || apply.IsUnknownKind(err) || isObjectOwnedByAnotherWork(err) {
+	if err == nil || apply.IsInvalidManifest(err) || apply.IsUnknownKind(err) || isObjectOwnedByAnotherWork(err) || isExecutorDenied(err) {
+		return false
+	}
+	if invalid := (*invalidExecutorError)(nil); errors.As(err, &invalid) {
 		return false
 	}
 	if apply.IsConflict(err) {

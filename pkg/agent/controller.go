@@ -38,12 +38,14 @@ type controller struct {
 	amws       workv1client.AppliedManifestWorkInterface // spoke
 	amwLister  worklisters.AppliedManifestWorkLister
 
-	dynamic  dynamic.Interface // spoke
-	mapper   meta.RESTMapper
-	applier  *apply.Applier
-	feedback *feedback.Evaluator
-	watches  *objectWatches // nil: no event-driven status
-	crds     *crdTracker    // the spoke's CRDs: authoritative mappings, and works waiting for a kind
+	dynamic dynamic.Interface // spoke
+	mapper  meta.RESTMapper
+	applier *apply.Applier
+	// executors holds works to their spec.executor: checked, or applied as (see executor.go)
+	executors *executors
+	feedback  *feedback.Evaluator
+	watches   *objectWatches // nil: no event-driven status
+	crds      *crdTracker    // the spoke's CRDs: authoritative mappings, and works waiting for a kind
 
 	// the results of our own writes, until the informers have them
 	freshWorks *fresher[*workv1.ManifestWork]
@@ -122,6 +124,9 @@ type nextStep struct {
 
 // enqueue adds a work by name.
 func (c *controller) enqueue(name string) { c.queue.Add(name) }
+
+// enqueueAfter adds a work by name after d.
+func (c *controller) enqueueAfter(name string, d time.Duration) { c.queue.AddAfter(name, d) }
 
 // reconcile brings one ManifestWork and the spoke in line.
 func (c *controller) reconcile(ctx context.Context, name string) (nextStep, error) {

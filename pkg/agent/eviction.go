@@ -200,7 +200,8 @@ func (c *controller) changedSinceExamined(examined *workv1.AppliedManifestWork) 
 // deleted, shared ones lose its owner reference, as if its work were deleted with the default
 // propagation — and then its finalizer. Objects still being deleted are waited for at the next round.
 func (c *controller) finishEviction(ctx context.Context, amw *workv1.AppliedManifestWork) error {
-	done, err := c.removeAppliedWork(ctx, amw, func(workv1.AppliedManifestResourceMeta) bool { return false })
+	// (The work is gone, and with it its executor: what it alone applied goes with the agent's rights.)
+	done, err := c.removeAppliedWork(ctx, c.dynamic, amw, func(workv1.AppliedManifestResourceMeta) bool { return false })
 	if err != nil {
 		return fmt.Errorf("evict AppliedManifestWork %s: %w", amw.Name, err)
 	}

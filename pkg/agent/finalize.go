@@ -34,7 +34,11 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		if work, err = c.markDeleting(ctx, work); err != nil {
 			return nextStep{}, err
 		}
-		done, err := c.removeAppliedWork(ctx, amw, func(a workv1.AppliedManifestResourceMeta) bool {
+		client, err := c.removalClient(work)
+		if err != nil {
+			return nextStep{}, err
+		}
+		done, err := c.removeAppliedWork(ctx, client, amw, func(a workv1.AppliedManifestResourceMeta) bool {
 			return orphaned(work.Spec.DeleteOption, a.ResourceIdentifier)
 		})
 		if err != nil {
@@ -76,10 +80,10 @@ func (c *controller) markDeleting(ctx context.Context, work *workv1.ManifestWork
 // that nothing is left to wait for. It runs only where no worker applies with amw meanwhile: for a work
 // being deleted (which cannot come back before its finalizer goes), or for an AppliedManifestWork
 // eviction has claimed by deleting it (see eviction.go).
-func (c *controller) removeAppliedWork(ctx context.Context, amw *workv1.AppliedManifestWork, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
+func (c *controller) removeAppliedWork(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
 	allGone := true
 	for _, a := range amw.Status.AppliedResources {
-		gone, err := c.removeResource(ctx, amw, a, orphan(a))
+		gone, err := c.removeResource(ctx, client, amw, a, orphan(a))
 		if err != nil {
 			return false, fmt.Errorf("remove %s: %w", appliedKey(a), err)
 		}
@@ -126,14 +130,24 @@ func orphaned(opt *workv1.DeleteOption, id workv1.ResourceIdentifier) bool {
 	return false
 }
 
+// removalClient is what removes a work's objects: the agent's own client, or in ExecutorImpersonate
+// mode one acting as the work's executor, so that it can delete no more than it could apply.
+func (c *controller) removalClient(work *workv1.ManifestWork) (dynamic.Interface, error) {
+	client, err := c.executors.dynamicFor(work)
+	if client == nil || err != nil {
+		return c.dynamic, err
+	}
+	return client, nil
+}
+
 // removeResource deletes an object the work applied — only if it is still the object the work applied
 // (same UID), carries this work's owner reference, and no other work owns it too; otherwise, and when
 // orphan is set, it only drops this work's owner reference. gone reports that nothing is left to wait for.
-func (c *controller) removeResource(ctx context.Context, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool) (bool, error) {
+func (c *controller) removeResource(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool) (bool, error) {
 	gvr := schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource}
-	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
+	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if a.Namespace != "" {
-		ri = c.dynamic.Resource(gvr).Namespace(a.Namespace)
+		ri = client.Resource(gvr).Namespace(a.Namespace)
 	}
 	obj, err := ri.Get(ctx, a.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 // Flag names. Those OCM's work agent has are spelled as OCM spells them, so that a Deployment written
@@ -55,6 +56,10 @@ const (
 	flagDisableLeaderElection  = "disable-leader-election"
 	flagCloudEventsClientID    = "cloudevents-client-id"
 	flagCloudEventsClientCodec = "cloudevents-client-codecs"
+
+	// Ferry's: how a work's spec.executor is enforced.
+	flagExecutorMode    = "executor-mode"
+	flagDefaultExecutor = "default-executor"
 )
 
 // WorkloadSourceKube is the only workload source ferry-agent reads ManifestWorks from: the hub's API
@@ -148,6 +153,11 @@ type Options struct {
 	// AddFlags for what each means here.
 	CloudEventsClientID     string
 	CloudEventsClientCodecs []string
+	// ExecutorMode: ExecutorCheck or ExecutorImpersonate (see executor.go).
+	ExecutorMode string
+	// DefaultExecutor, namespace/name of a ServiceAccount on the managed cluster, is the executor of
+	// works that name none; empty: they apply with the agent's rights.
+	DefaultExecutor string
 
 	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
 	clusterNameFile string
@@ -202,6 +212,7 @@ func NewOptions() *Options {
 		LeaderElectionLeaseDuration:            DefaultLeaderElectionLeaseDuration,
 		LeaderElectionRenewDeadline:            DefaultLeaderElectionRenewDeadline,
 		LeaderElectionRetryPeriod:              DefaultLeaderElectionRetryPeriod,
+		ExecutorMode:                           string(ExecutorCheck),
 	}
 }
 
@@ -258,6 +269,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often candidates try to acquire, and the leader to renew, the Lease.")
 	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+	fs.StringVar(&o.ExecutorMode, flagExecutorMode, o.ExecutorMode,
+		"How a ManifestWork's spec.executor is held to the ServiceAccount's permissions: check (as OCM's agent: SubjectAccessReviews before each manifest, applied with the agent's rights) or impersonate (applied, pruned and deleted as the ServiceAccount: the API server enforces RBAC and admission).")
+	fs.StringVar(&o.DefaultExecutor, flagDefaultExecutor, o.DefaultExecutor,
+		"namespace/name of a ServiceAccount on the managed cluster that works naming no executor are held to, as if they named it. Default: none (they apply with the agent's rights).")
 	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
 }
@@ -341,6 +356,12 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--%s %q: ferry-agent reads ManifestWorks from the hub's API server only (--%s=%s)",
 			flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceDriver, WorkloadSourceKube)
 	}
+	if ExecutorMode(o.ExecutorMode) != ExecutorCheck && ExecutorMode(o.ExecutorMode) != ExecutorImpersonate {
+		return fmt.Errorf("--%s %q: must be %s or %s", flagExecutorMode, o.ExecutorMode, ExecutorCheck, ExecutorImpersonate)
+	}
+	if _, err := o.defaultExecutor(); err != nil {
+		return err
+	}
 	if o.AppliedManifestWorkEvictionGracePeriod <= 0 {
 		return fmt.Errorf("--%s %s: must be positive", flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod)
 	}
@@ -406,6 +427,18 @@ func (o *Options) Validate() error {
 		return err
 	}
 	return o.validateLeaderElection()
+}
+
+// defaultExecutor parses --default-executor; nil when it is not set.
+func (o *Options) defaultExecutor() (*workv1.ManifestWorkSubjectServiceAccount, error) {
+	if o.DefaultExecutor == "" {
+		return nil, nil
+	}
+	namespace, name, ok := strings.Cut(o.DefaultExecutor, "/")
+	if !ok || len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return nil, fmt.Errorf("--%s %q: want namespace/name of a ServiceAccount on the managed cluster", flagDefaultExecutor, o.DefaultExecutor)
+	}
+	return &workv1.ManifestWorkSubjectServiceAccount{Namespace: namespace, Name: name}, nil
 }
 
 func validateRateLimit(qpsFlag string, qps float32, burstFlag string, burst int) error {

@@ -34,6 +34,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 		LeaderElectionLeaseDuration:            15 * time.Second,
 		LeaderElectionRenewDeadline:            10 * time.Second,
 		LeaderElectionRetryPeriod:              2 * time.Second,
+		ExecutorMode:                           "check",
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("NewOptions() = %+v\nwant          %+v", *o, want)
@@ -93,6 +94,8 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		"--leader-election-retry-period=4s",
 		"--cloudevents-client-id=x",
 		"--cloudevents-client-codecs=manifest,manifestbundle",
+		"--executor-mode=impersonate",
+		"--default-executor=apps/deployer",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +126,8 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		LeaderElectionRetryPeriod:              4 * time.Second,
 		CloudEventsClientID:                    "x",
 		CloudEventsClientCodecs:                []string{"manifest", "manifestbundle"},
+		ExecutorMode:                           "impersonate",
+		DefaultExecutor:                        "apps/deployer",
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("parsed %+v\nwant   %+v", *o, want)
@@ -319,6 +324,13 @@ func TestValidateErrors(t *testing.T) {
 		{"zero retry period", []string{"--hub-kubeconfig-dir", good, "--leader-election-retry-period=0"},
 			"--leader-election-retry-period 0s: must be positive", false},
 		{"timings ignored without leader election", []string{"--hub-kubeconfig-dir", good, "--disable-leader-election", "--leader-election-retry-period=0"}, "", false},
+		{"unknown executor mode", []string{"--hub-kubeconfig-dir", good, "--executor-mode=trust"},
+			`--executor-mode "trust": must be check or impersonate`, false},
+		{"impersonate", []string{"--hub-kubeconfig-dir", good, "--executor-mode=impersonate", "--default-executor=apps/deployer"}, "", false},
+		{"default executor without a namespace", []string{"--hub-kubeconfig-dir", good, "--default-executor=deployer"},
+			`--default-executor "deployer": want namespace/name of a ServiceAccount on the managed cluster`, false},
+		{"default executor with a bad namespace", []string{"--hub-kubeconfig-dir", good, "--default-executor=Apps/deployer"},
+			`--default-executor "Apps/deployer": want namespace/name of a ServiceAccount on the managed cluster`, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -101,6 +101,10 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if agentID == "" {
 		agentID = o.SpokeClusterName
 	}
+	defaultExecutor, err := o.defaultExecutor()
+	if err != nil {
+		return err
+	}
 	hubKube, err := kubernetes.NewForConfig(hub)
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
@@ -130,6 +134,8 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		StatusSyncInterval:  o.StatusSyncInterval,
 		EvictionGracePeriod: o.AppliedManifestWorkEvictionGracePeriod,
 		Feedback:            feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
+		ExecutorMode:        ExecutorMode(o.ExecutorMode),
+		DefaultExecutor:     defaultExecutor,
 		Log:                 klog.FromContext(ctx),
 		Ready: func() {
 			ready.Store(true)

@@ -48,6 +48,11 @@ type Config struct {
 	Log      logr.Logger
 	// Ready, if set, is called once the caches are in sync and the workers run.
 	Ready func()
+	// ExecutorMode says how a work's spec.executor is held to its permissions: ExecutorCheck (the
+	// default) or ExecutorImpersonate.
+	ExecutorMode ExecutorMode
+	// DefaultExecutor is the executor of works that name none; nil: they apply with the agent's rights.
+	DefaultExecutor *workv1.ManifestWorkSubjectServiceAccount
 }
 
 // Start runs the agent until ctx is done.
@@ -77,12 +82,14 @@ func Start(ctx context.Context, cfg Config) error {
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 	applier := apply.New(dyn, mapper)
+	var records apply.RecordStore
 	if cfg.RecordNamespace != "" {
 		kube, err := kubernetes.NewForConfig(cfg.Spoke)
 		if err != nil {
 			return fmt.Errorf("spoke client: %w", err)
 		}
-		applier.WithRecordStore(apply.NewSecretRecordStore(kube, cfg.RecordNamespace))
+		records = apply.NewSecretRecordStore(kube, cfg.RecordNamespace)
+		applier.WithRecordStore(records)
 	}
 
 	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName))
@@ -118,6 +125,10 @@ func Start(ctx context.Context, cfg Config) error {
 	}
 	c.watches = newObjectWatches(ctx, meta, c.enqueue)
 	applier.WithExistenceHint(c.watches.exists)
+	if c.executors, err = newExecutors(ctx, cfg, mapper, records, c.enqueueAfter); err != nil {
+		return err
+	}
+	c.executors.hint = c.watches.exists
 	if c.crds, err = newCRDTracker(dyn, mapper, c.enqueue); err != nil {
 		return err
 	}
