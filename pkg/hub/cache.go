@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -20,7 +21,8 @@ import (
 //   - its spec's manifestConfigs, not its manifests: deliver knows from the spec hash whether a work is
 //     up to date, writes a whole new spec when it is not, and reads the stored work when it needs the
 //     manifests (the earlier revisions a rollout keeps);
-//   - of its status, what clusterStatus reads: the conditions it looks at, each with its type, status
+//   - of its status, its Complete condition's status and transition time (CompletedWorkReconciler), and
+//     what clusterStatus reads: the conditions it looks at, each with its type, status
 //     and generation, the messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
 //     manifests' identities and their feedback.
 //
@@ -33,7 +35,15 @@ func slimWork(obj any) (any, error) {
 	}
 	mw.ManagedFields = nil
 	mw.Spec.Workload.Manifests = nil
+	// Complete with the time it turned True: the completed-work cleanup counts its TTL from it.
+	var complete *metav1.Condition
+	if c := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkComplete); c != nil {
+		complete = &metav1.Condition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
+	}
 	mw.Status.Conditions = slimConditions(mw.Status.Conditions, readWorkConditions, nil)
+	if complete != nil {
+		mw.Status.Conditions = append(mw.Status.Conditions, *complete)
+	}
 	for i := range mw.Status.ResourceStatus.Manifests {
 		m := &mw.Status.ResourceStatus.Manifests[i]
 		m.Conditions = slimConditions(m.Conditions, readManifestConditions, shownMessage)
@@ -41,8 +51,8 @@ func slimWork(obj any) (any, error) {
 	return mw, nil
 }
 
-// The condition types clusterStatus reads, of a work and of its manifests; the others (Complete,
-// StatusFeedbackSynced, a user's conditionRules) are not cached.
+// The condition types clusterStatus reads, of a work and of its manifests; of the others only the
+// work's Complete is cached (see slimWork), not StatusFeedbackSynced or a user's conditionRules.
 var (
 	readWorkConditions     = []string{workv1.WorkApplied, workv1.WorkAvailable}
 	readManifestConditions = []string{workv1.ManifestApplied, workv1.ManifestAvailable, workv1.ManifestProgressing, workv1.ManifestDegraded}

@@ -55,6 +55,8 @@ type Options struct {
 	// Shard is the part of the AppConfigs, Components and ManagedClusters this process writes, when
 	// several ferry-hub processes split them; the zero value is all of them.
 	Shard Shard
+	// DeleteCompletedWorks runs the CompletedWorkReconciler.
+	DeleteCompletedWorks bool
 }
 
 // Validate checks the options, naming the flag of a wrong one.
@@ -99,6 +101,11 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	}
 	if err := (&ClusterAvailabilityReconciler{Client: mgr.GetClient(), Shard: o.Shard}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if o.DeleteCompletedWorks {
+		if err := (&CompletedWorkReconciler{Client: mgr.GetClient(), Shard: o.Shard}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
 		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard, ReportBatch: o.ReportBatch}).SetupWithManager(mgr)

@@ -1,0 +1,136 @@
+package deploy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+)
+
+// The hub's ValidatingAdmissionPolicy, as deploy/hub installs it, enforced by a real API server: a
+// user may name an executor on a ManifestWork only if they may execute-as it (verb execute-as on
+// manifestworks named after the ServiceAccount, in the work's namespace), as OCM's work webhook
+// checks; an update that leaves the executor alone needs nothing more.
+func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
+	kubectl(t)
+	env := localcluster.StartForTest(t, localcluster.Options{})
+	_, objs := render(t, "hub")
+	var policy []*unstructured.Unstructured
+	for _, o := range objs {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+			policy = append(policy, o)
+		}
+	}
+	if len(policy) != 2 {
+		t.Fatalf("deploy/hub renders %d ValidatingAdmissionPolicy objects, want the policy and its binding", len(policy))
+	}
+	apply(t, env.Hub.Kubeconfig, policy, "")
+
+	admin, err := kubernetes.NewForConfig(env.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "cluster1"
+	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	grant := func(name string, rules ...rbacv1.PolicyRule) {
+		t.Helper()
+		if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "User", Name: "team-a", APIGroup: "rbac.authorization.k8s.io"}}}
+		if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant("manifestworks", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+		Verbs: []string{"get", "list", "create", "update", "patch", "delete"}})
+	userConfig, err := env.Hub.AddUser("team-a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user, err := workclientset.NewForConfig(userConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	works := user.WorkV1().ManifestWorks(ns)
+	work := func(name, executor string) *workv1.ManifestWork {
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		w.Spec.Workload.Manifests = []workv1.Manifest{{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default"}}`)}}}
+		if executor != "" {
+			w.Spec.Executor = &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{
+				Type: workv1.ExecutorSubjectTypeServiceAccount, ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{Namespace: "apps", Name: executor}}}
+		}
+		return w
+	}
+	// poll until done: the API server enforces a new policy, and a new grant, a moment after they are
+	// written.
+	poll := func(what string, done func(ctx context.Context) bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) { return done(ctx), nil }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+
+	var refusal error
+	poll("a work naming an executor team-a may not execute as is refused", func(ctx context.Context) bool {
+		_, refusal = works.Create(ctx, work("deployer-work", "deployer"), metav1.CreateOptions{})
+		if refusal == nil { // admitted before the policy took effect: try again without it
+			_ = works.Delete(ctx, "deployer-work", metav1.DeleteOptions{})
+		}
+		return refusal != nil && strings.Contains(refusal.Error(), "execute-as")
+	})
+	for _, says := range []string{"team-a", "ServiceAccount apps/deployer", "system:serviceaccount:apps:deployer", "namespace cluster1"} {
+		if !strings.Contains(refusal.Error(), says) {
+			t.Errorf("the refusal %q does not say %q", refusal, says)
+		}
+	}
+	if _, err := works.Create(t.Context(), work("plain", ""), metav1.CreateOptions{}); err != nil {
+		t.Errorf("a work without an executor: %v", err)
+	}
+
+	grant("execute-as-deployer", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+		Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:apps:deployer"}})
+	poll("the work is admitted once team-a may execute as the ServiceAccount", func(ctx context.Context) bool {
+		_, err := works.Create(ctx, work("deployer-work", "deployer"), metav1.CreateOptions{})
+		return err == nil
+	})
+
+	// An administrator names another executor on a work; team-a may change the rest of it, not that.
+	adminWorks, err := workclientset.NewForConfig(env.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adminWorks.WorkV1().ManifestWorks(ns).Create(t.Context(), work("admin-work", "admin"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := works.Get(t.Context(), "admin-work", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Labels = map[string]string{"team": "a"}
+	if w, err = works.Update(t.Context(), w, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("an update that leaves the executor alone: %v", err)
+	}
+	w.Spec.Executor.Subject.ServiceAccount.Name = "root"
+	if _, err := works.Update(t.Context(), w, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "apps/root") {
+		t.Errorf("an update to an executor team-a may not execute as: %v, want it refused", err)
+	}
+}
