@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -33,8 +35,8 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 			policy = append(policy, o)
 		}
 	}
-	if len(policy) != 2 {
-		t.Fatalf("deploy/hub renders %d ValidatingAdmissionPolicy objects, want the policy and its binding", len(policy))
+	if len(policy) != 4 {
+		t.Fatalf("deploy/hub renders %d ValidatingAdmissionPolicy objects, want two policies (ManifestWorks, AppConfigs) and their bindings", len(policy))
 	}
 	apply(t, env.Hub.Kubeconfig, policy, "")
 
@@ -133,4 +135,36 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 	if _, err := works.Update(t.Context(), w, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "apps/root") {
 		t.Errorf("an update to an executor team-a may not execute as: %v, want it refused", err)
 	}
+
+	// The same for an AppConfig, whose executor ferry-hub copies into its works: execute-as on
+	// applicationconfigurations.
+	grant("appconfigs", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+		Verbs: []string{"get", "create", "update"}})
+	dyn, err := dynamic.NewForConfig(userConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appConfigs := dyn.Resource(schema.GroupVersionResource{Group: "core.oam.dev", Version: "v1alpha2", Resource: "applicationconfigurations"}).Namespace(ns)
+	appConfig := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "core.oam.dev/v1alpha2", "kind": "ApplicationConfiguration",
+		"metadata": map[string]any{"name": "shop"},
+		"spec": map[string]any{"executor": map[string]any{"subject": map[string]any{
+			"type": "ServiceAccount", "serviceAccount": map[string]any{"namespace": "apps", "name": "shop-deployer"}}}},
+	}}
+	poll("an AppConfig naming an executor team-a may not execute as is refused", func(ctx context.Context) bool {
+		_, refusal = appConfigs.Create(ctx, appConfig, metav1.CreateOptions{})
+		if refusal == nil {
+			_ = appConfigs.Delete(ctx, "shop", metav1.DeleteOptions{})
+		}
+		return refusal != nil && strings.Contains(refusal.Error(), "execute-as")
+	})
+	if !strings.Contains(refusal.Error(), "apps/shop-deployer") || !strings.Contains(refusal.Error(), "applicationconfigurations") {
+		t.Errorf("the AppConfig's refusal %q names neither the ServiceAccount nor the resource", refusal)
+	}
+	grant("execute-as-shop-deployer", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+		Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:apps:shop-deployer"}})
+	poll("the AppConfig is admitted once team-a may execute as the ServiceAccount", func(ctx context.Context) bool {
+		_, err := appConfigs.Create(ctx, appConfig, metav1.CreateOptions{})
+		return err == nil
+	})
 }

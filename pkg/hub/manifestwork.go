@@ -52,7 +52,7 @@ func ManifestWorkName(app *v1alpha2.ApplicationConfiguration) string {
 
 // BuildManifestWork is the ManifestWork delivering the rendered components of app to cluster: every
 // workload followed by its traits, each with its update strategy, and WellKnownStatus feedback for the
-// workloads. A manifest's resource name (which manifestConfigs identify it by) is guessed from its
+// workloads, under the AppConfig's executor. A manifest's resource name (which manifestConfigs identify it by) is guessed from its
 // kind when the hub cannot map it.
 func BuildManifestWork(app *v1alpha2.ApplicationConfiguration, cluster string, rendered []RenderedComponent, mode ApplyOnceOnly, mapper meta.RESTMapper) (*workv1.ManifestWork, error) {
 	mw := &workv1.ManifestWork{
@@ -61,6 +61,12 @@ func BuildManifestWork(app *v1alpha2.ApplicationConfiguration, cluster string, r
 			Namespace: cluster,
 			Labels:    map[string]string{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name},
 		},
+	}
+	if e := app.Spec.Executor; e != nil {
+		mw.Spec.Executor = &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{Type: workv1.ManifestWorkExecutorSubjectType(e.Subject.Type)}}
+		if sa := e.Subject.ServiceAccount; sa != nil {
+			mw.Spec.Executor.Subject.ServiceAccount = &workv1.ManifestWorkSubjectServiceAccount{Namespace: sa.Namespace, Name: sa.Name}
+		}
 	}
 	add := func(obj *unstructured.Unstructured, strategy v1alpha2.UpdateStrategy, feedback bool) error {
 		raw, err := json.Marshal(obj.Object)

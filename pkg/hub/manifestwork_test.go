@@ -176,3 +176,38 @@ func TestManifestWorkRetiresTheOldestEarlierRevisions(t *testing.T) {
 		t.Errorf("work = %v, want the current revisions, then the two newest earlier ones of each component in delivery order (web-v1 retired)", got)
 	}
 }
+
+// The AppConfig's executor is every work's executor, and a change of it changes the spec hash, so
+// that delivery rewrites the works.
+func TestManifestWorkCarriesTheAppConfigsExecutor(t *testing.T) {
+	app, rendered := renderedShop(t, v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}})
+	hashOf := func() string {
+		t.Helper()
+		mw, err := BuildManifestWork(app, "cluster1", rendered, ApplyOnceOff, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := setSpecHash(mw); err != nil {
+			t.Fatal(err)
+		}
+		if e := app.Spec.Executor; e != nil {
+			got := mw.Spec.Executor
+			if got == nil || got.Subject.Type != workv1.ExecutorSubjectTypeServiceAccount || got.Subject.ServiceAccount == nil ||
+				*got.Subject.ServiceAccount != (workv1.ManifestWorkSubjectServiceAccount{Namespace: e.Subject.ServiceAccount.Namespace, Name: e.Subject.ServiceAccount.Name}) {
+				t.Errorf("work executor %+v, want the AppConfig's %+v", got, e)
+			}
+		} else if mw.Spec.Executor != nil {
+			t.Errorf("work executor %+v, want none", mw.Spec.Executor)
+		}
+		return mw.Annotations[AnnotationSpecHash]
+	}
+	none := hashOf()
+	app.Spec.Executor = &v1alpha2.Executor{Subject: v1alpha2.ExecutorSubject{Type: "ServiceAccount",
+		ServiceAccount: &v1alpha2.ExecutorServiceAccount{Namespace: "apps", Name: "deployer"}}}
+	deployer := hashOf()
+	app.Spec.Executor.Subject.ServiceAccount.Name = "other"
+	if other := hashOf(); none == deployer || deployer == other {
+		t.Errorf("spec hashes without executor, with deployer, with other: %s %s %s; want three", none, deployer, other)
+	}
+}

@@ -16,6 +16,38 @@ type ApplicationConfigurationSpec struct {
 	// It is Ferry's extension of the OAM API; an AppConfig without it is delivered to no cluster.
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
+
+	// Executor names the ServiceAccount, on each managed cluster, that the agents hold the
+	// application to: it may do there no more than that ServiceAccount may (OCM's ManifestWork
+	// spec.executor, copied into every ManifestWork of the application). Naming one needs verb
+	// execute-as on applicationconfigurations named after it (deploy/hub's admission policy).
+	// Ferry's extension of the OAM API.
+	// +optional
+	Executor *Executor `json:"executor,omitempty"`
+}
+
+// Executor is the identity a work agent applies an application as: the shape of OCM's
+// ManifestWorkExecutor.
+type Executor struct {
+	Subject ExecutorSubject `json:"subject"`
+}
+
+// ExecutorSubject is the executor's identity.
+type ExecutorSubject struct {
+	// Type of the subject; ServiceAccount is the only one.
+	// +kubebuilder:validation:Enum=ServiceAccount
+	Type string `json:"type"`
+
+	// ServiceAccount on the managed cluster.
+	ServiceAccount *ExecutorServiceAccount `json:"serviceAccount,omitempty"`
+}
+
+// ExecutorServiceAccount names a ServiceAccount on the managed cluster.
+type ExecutorServiceAccount struct {
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
 }
 
 // ApplicationConfigurationComponent instantiates one Component, either following its latest revision
