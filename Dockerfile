@@ -22,12 +22,14 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-# CGO_ENABLED=0: a static binary, for an image with no libc and no loader.
+# CGO_ENABLED=0: a static binary, for an image with no libc and no loader. /work, a link to ferry-agent:
+# where the klusterlet starts OCM's work agent, so that it can run ferry-agent's image.
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -buildvcs=false -ldflags="-s -w" \
       -o /rootfs/ferry-${BINARY} ./cmd/${BINARY} \
  && mkdir -p /rootfs/etc /rootfs/tmp \
  && chmod 1777 /rootfs/tmp \
- && install -m 0644 hack/image/rootfs/etc/passwd hack/image/rootfs/etc/group /rootfs/etc/
+ && install -m 0644 hack/image/rootfs/etc/passwd hack/image/rootfs/etc/group /rootfs/etc/ \
+ && if [ "${BINARY}" = agent ]; then ln -s ferry-agent /rootfs/work; fi
 
 # ENTRYPOINT does not expand build arguments, so each binary has a stage of its own.
 FROM scratch AS ferry-hub

@@ -44,10 +44,13 @@ func newCommand() *cobra.Command {
 		Long: "ferry-agent watches the ManifestWorks in its cluster's namespace on the hub, applies their " +
 			"manifests to the managed cluster and reports their status back. It takes the flags of the Open " +
 			"Cluster Management work agent and the hub kubeconfig directory `clusteradm join` sets up.",
-		Args:          cobra.NoArgs,
+		// The klusterlet starts OCM's work agent as `/work agent --spoke-cluster-name=...`: the same
+		// command line starts ferry-agent, with OCM's serving defaults (see Options.OCMCommandLine).
+		Args:          klusterletArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.OCMCommandLine = len(args) == 1
 			if err := o.Complete(); err != nil {
 				return err
 			}
@@ -60,4 +63,12 @@ func newCommand() *cobra.Command {
 	}
 	o.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// klusterletArgs accepts no argument but the `agent` of OCM's work agent command line.
+func klusterletArgs(_ *cobra.Command, args []string) error {
+	if len(args) == 0 || (len(args) == 1 && args[0] == "agent") {
+		return nil
+	}
+	return fmt.Errorf("unexpected argument %q: ferry-agent takes flags only (and the positional agent of OCM's work agent command line)", strings.Join(args, " "))
 }

@@ -31,6 +31,13 @@ func TestErrorsAreOneLine(t *testing.T) {
 		{"hub kubeconfig dir without kubeconfig", []string{"--hub-kubeconfig-dir", emptyDir},
 			"ferry-agent: --hub-kubeconfig-dir " + emptyDir + ": no kubeconfig file in it\n"},
 		{"no hub kubeconfig", nil, "ferry-agent: --hub-kubeconfig or --hub-kubeconfig-dir is required\n"},
+		// OCM's work agent command line: the positional agent is taken, and the flags after it are read.
+		{"klusterlet command line", []string{"agent", "--spoke-cluster-name=cluster1"},
+			"ferry-agent: --hub-kubeconfig or --hub-kubeconfig-dir is required\n"},
+		{"another argument", []string{"registration", "--spoke-cluster-name=cluster1"},
+			`ferry-agent: unexpected argument "registration": ferry-agent takes flags only (and the positional agent of OCM's work agent command line)` + "\n"},
+		{"a bad TLS version", []string{"agent", "--hub-kubeconfig-dir", emptyDir, "--tls-min-version=VersionSSL3"},
+			`ferry-agent: --tls-min-version "VersionSSL3": unknown tls version "VersionSSL3"` + "\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

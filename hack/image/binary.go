@@ -16,12 +16,16 @@ type command struct {
 	Package string
 	// Description is the image's org.opencontainers.image.description.
 	Description string
+	// Aliases are more paths of the binary in the image, as links to it: /work for ferry-agent, the
+	// path the klusterlet starts OCM's work agent at, so that the klusterlet can run Ferry's image.
+	Aliases []string
 }
 
 // commands are the images `make images` builds.
 var commands = []command{
 	{Name: "ferry-hub", Package: "./cmd/hub", Description: "Ferry hub controller: OAM ApplicationConfigurations in, one ManifestWork per managed cluster out"},
-	{Name: "ferry-agent", Package: "./cmd/agent", Description: "Ferry work agent: applies its managed cluster's ManifestWorks and reports their status to the hub"},
+	{Name: "ferry-agent", Package: "./cmd/agent", Description: "Ferry work agent: applies its managed cluster's ManifestWorks and reports their status to the hub",
+		Aliases: []string{"work"}},
 }
 
 // buildBinary builds pkg of the checkout at root into out as a static Linux binary for arch.

@@ -73,7 +73,7 @@ func labels(c command, p provenance) map[string]string {
 // newImage is the image of command c: one layer (see rootFilesystem) on an empty base, run as the
 // numeric non-root user, with c's binary as the entrypoint.
 func newImage(c command, binary []byte, arch string, p provenance) (v1.Image, error) {
-	tarData, err := rootFilesystem(c.Name, binary, p.Created)
+	tarData, err := rootFilesystem(c.Name, c.Aliases, binary, p.Created)
 	if err != nil {
 		return nil, err
 	}

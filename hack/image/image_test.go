@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"debug/elf"
 	"fmt"
@@ -249,9 +250,15 @@ func TestImageFilesystem(t *testing.T) {
 				"tmp":        os.ModeDir | os.ModeSticky | 0o777,
 				c.Name:       0o755,
 			}
+			for _, alias := range c.Aliases {
+				want[alias] = os.ModeSymlink | 0o777
+			}
 			var names []string
 			for _, e := range entries {
 				names = append(names, e.Name)
+				if e.Typeflag == tar.TypeSymlink && e.Linkname != c.Name {
+					t.Errorf("/%s links to %s, want /%s", e.Name, e.Linkname, c.Name)
+				}
 				if mode, ok := want[e.Name]; !ok {
 					t.Errorf("unexpected file /%s in the image", e.Name)
 				} else if e.FileInfo().Mode() != mode {
@@ -277,6 +284,12 @@ func TestImageFilesystem(t *testing.T) {
 			}
 			if err := staticELF(filepath.Join(root, c.Name)); err != nil {
 				t.Errorf("/%s: %v", c.Name, err)
+			}
+			for _, alias := range c.Aliases {
+				// The path the klusterlet starts OCM's work agent at runs the same binary.
+				if err := staticELF(filepath.Join(root, alias)); err != nil {
+					t.Errorf("/%s: %v", alias, err)
+				}
 			}
 		})
 	}

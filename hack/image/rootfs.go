@@ -34,14 +34,16 @@ var (
 	etcGroup []byte
 )
 
-// rootFilesystem is the image's only layer: the binary at /<name> and the few files above, as a tar
-// with sorted entries, every one owned by root, with a fixed mode and the time modTime.
-func rootFilesystem(name string, binary []byte, modTime time.Time) ([]byte, error) {
+// rootFilesystem is the image's only layer: the binary at /<name>, a link to it at each /<alias>, and
+// the few files above, as a tar with sorted entries, every one owned by root, with a fixed mode and the
+// time modTime.
+func rootFilesystem(name string, aliases []string, binary []byte, modTime time.Time) ([]byte, error) {
 	type entry struct {
 		name string
 		mode int64
 		data []byte
 		dir  bool
+		link string // a symbolic link to this
 	}
 	entries := []entry{
 		{name: "etc/", mode: 0o755, dir: true},
@@ -50,14 +52,20 @@ func rootFilesystem(name string, binary []byte, modTime time.Time) ([]byte, erro
 		{name: "tmp/", mode: 0o1777, dir: true},
 		{name: name, mode: 0o755, data: binary},
 	}
+	for _, alias := range aliases {
+		entries = append(entries, entry{name: alias, mode: 0o777, link: name})
+	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: modTime, Typeflag: tar.TypeReg, Size: int64(len(e.data)), Format: tar.FormatPAX}
-		if e.dir {
+		switch {
+		case e.dir:
 			h.Typeflag = tar.TypeDir
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("tar header %s: %w", e.name, err)

@@ -2,18 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
@@ -58,12 +63,36 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 		}
 		return os.WriteFile(filepath.Join(dir, "spoke.kubeconfig"), spokeKubeconfig, 0o600)
 	})
-	agent := runContainer(t, agentCfg, agentRoot,
-		"--hub-kubeconfig-dir="+secretsDir+"/hub-kubeconfig",
+	// ferry-agent runs as the klusterlet starts OCM's work agent: /work agent and the arguments of the
+	// klusterlet's work-agent Deployment (open-cluster-management.io/ocm v1.2.0,
+	// manifests/klusterlet/management/klusterlet-work-deployment.yaml), in its Hosted mode (the spoke
+	// reached through --spoke-kubeconfig, as a process outside the cluster must). Only what a process on
+	// this machine cannot share with other tests differs: the ports.
+	klusterletCfg := agentCfg.DeepCopy()
+	klusterletCfg.Config.Entrypoint = []string{"/work"}
+	// Where the Lease goes when the agent finds no namespace of its pod: the klusterlet's namespace.
+	spokeKube, err := kubernetes.NewForConfig(env.Spokes[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := spokeKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-agent"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	listen := freeLocalAddress(t)
+	agent := runContainer(t, klusterletCfg, agentRoot,
+		"agent",
+		"--spoke-cluster-name=cluster1",
+		"--workload-source-driver=kube",
+		"--workload-source-config="+secretsDir+"/hub-kubeconfig/kubeconfig",
+		"--agent-id=0c3e9a3e-klusterlet-uid",
+		"--feature-gates=RawFeedbackJsonString=true",
 		"--spoke-kubeconfig="+secretsDir+"/spoke.kubeconfig",
-		// In a pod the agent's Lease is in its own namespace; here it needs one that exists on the spoke.
-		"--leader-election-namespace=kube-system",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		"--terminate-on-files="+secretsDir+"/spoke.kubeconfig",
+		"--terminate-on-files="+secretsDir+"/hub-kubeconfig/kubeconfig",
+		"--status-sync-interval=60s",
+		"--kube-api-qps=20", "--kube-api-burst=50", "--hub-kube-api-qps=20", "--hub-kube-api-burst=50",
+		"--appliedmanifestwork-eviction-grace-period=60m",
+		"--listen="+listen, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 
 	hubCfg := configOf(t, hubImage)
 	hubRoot := t.TempDir()
@@ -99,6 +128,23 @@ spec:
 		data, _, _ := unstructured.NestedString(cm.Object, "data", "greeting")
 		return data == "hello", err
 	})
+	// The klusterlet's probes: HTTPS, /healthz, on the agent's serving address, which a self-signed
+	// certificate serves (the kubelet does not verify it).
+	probe := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the kubelet's probes
+	for _, path := range []string{"/healthz", "/readyz"} {
+		eventually(t, running, "ferry-agent answers the klusterlet's probe "+path+" over HTTPS", func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+listen+path, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := probe.Do(req)
+			if err != nil {
+				return false, nil
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK && resp.TLS != nil, nil
+		})
+	}
 	eventually(t, running, "ferry-agent reports the ManifestWork Applied on the hub", func(ctx context.Context) (bool, error) {
 		w, err := hub.Resource(works).Namespace("cluster1").Get(ctx, "from-the-image", metav1.GetOptions{})
 		if err != nil {
@@ -223,4 +269,15 @@ func eventually(t *testing.T, check func(*testing.T), what string, cond wait.Con
 	if err != nil {
 		t.Fatalf("%s: not within 2m (last error: %v)", what, last)
 	}
+}
+
+// freeLocalAddress is a loopback address with a port nothing listens on now.
+func freeLocalAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -77,9 +78,19 @@ func (c *controller) ensureAppliedWork(ctx context.Context, work *workv1.Manifes
 		return nil, err
 	}
 	if amw.Spec.AgentID != c.agentID || amw.Spec.ManifestWorkName != work.Name {
-		// Another agent's record (another cluster of the same hub, joined to this spoke before):
-		// adopting it would remove that cluster's objects.
-		return nil, fmt.Errorf("AppliedManifestWork %s on the spoke belongs to agent %q, not to this agent %q: delete it if that agent is gone", name, amw.Spec.AgentID, c.agentID)
+		if cluster := amw.Annotations[clusterAnnotation]; amw.Spec.ManifestWorkName != work.Name || (cluster != "" && cluster != c.cluster) {
+			// Another cluster's record (another cluster of the same hub, joined to this spoke
+			// before): adopting it would remove that cluster's objects.
+			return nil, &appliedWorkOfAnotherClusterError{fmt.Sprintf(
+				"AppliedManifestWork %s on the cluster belongs to agent %q of cluster %q, not to this agent %q of cluster %q: nothing of the work is applied; delete that AppliedManifestWork if its agent is gone, or rename the work",
+				name, amw.Spec.AgentID, cluster, c.agentID, c.cluster)}
+		}
+		// The record of an earlier agent of this cluster: OCM's work agent (the klusterlet passes its
+		// own agent ID), or ferry-agent under another --agent-id. It is adopted, as OCM's agent
+		// adopts it, with everything it applied: nothing is deleted or created again.
+		if amw, err = c.adoptAppliedWork(ctx, amw); err != nil {
+			return nil, err
+		}
 	}
 	if amw.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("AppliedManifestWork %s: %w", name, errAppliedWorkBeingDeleted)
@@ -115,11 +126,61 @@ func (c *controller) syncAppliedWorkLabels(ctx context.Context, work *workv1.Man
 	return updated, nil
 }
 
+// appliedWorkOfAnotherClusterError: the work's AppliedManifestWork name is taken on the spoke by another
+// cluster's agent (two clusters of one hub joined to one spoke, with works of the same name).
+type appliedWorkOfAnotherClusterError struct{ message string }
+
+func (e *appliedWorkOfAnotherClusterError) Error() string { return e.message }
+
+// ReasonAppliedWorkOfAnotherCluster: the work is not applied, its AppliedManifestWork's name being
+// another cluster's on the spoke.
+const ReasonAppliedWorkOfAnotherCluster = "AppliedManifestWorkOfAnotherCluster"
+
+// reportNotApplied writes the work's Applied condition False with reason and message, when it says
+// anything else, so that the hub sees why nothing of the work is applied.
+func (c *controller) reportNotApplied(ctx context.Context, work *workv1.ManifestWork, reason, message string) error {
+	if cond := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkApplied); cond != nil &&
+		cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message == message && cond.ObservedGeneration == work.Generation {
+		return nil
+	}
+	w := work.DeepCopy()
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
+		Reason: reason, Message: message, ObservedGeneration: w.Generation})
+	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	c.freshWorks.wrote(work.ResourceVersion, updated)
+	return nil
+}
+
+// clusterAnnotation, on an AppliedManifestWork ferry-agent created, names the managed cluster it
+// applies works for, so that an agent of another cluster of the same hub, joined to the same spoke, never
+// adopts it. OCM's agent writes none: its records are adopted.
+const clusterAnnotation = "ferry.io/cluster"
+
+// adoptAppliedWork makes an earlier agent's AppliedManifestWork of this cluster this agent's.
+func (c *controller) adoptAppliedWork(ctx context.Context, amw *workv1.AppliedManifestWork) (*workv1.AppliedManifestWork, error) {
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": amw.ResourceVersion, "annotations": map[string]any{clusterAnnotation: c.cluster}},
+		"spec":     map[string]any{"agentID": c.agentID},
+	})
+	adopted, err := c.amws.Patch(ctx, amw.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("adopt AppliedManifestWork %s of agent %q: %w", amw.Name, amw.Spec.AgentID, err)
+	}
+	c.freshAMWs.wrote(amw.ResourceVersion, adopted)
+	c.log.Info("adopted the AppliedManifestWork of an earlier agent of this cluster, with what it applied",
+		"appliedManifestWork", amw.Name, "agentID", amw.Spec.AgentID, "resources", len(amw.Status.AppliedResources))
+	return adopted, nil
+}
+
 // createAppliedWork creates the work's AppliedManifestWork, or reads it live when it exists already.
 func (c *controller) createAppliedWork(ctx context.Context, work *workv1.ManifestWork) (*workv1.AppliedManifestWork, error) {
 	amw := &workv1.AppliedManifestWork{
-		ObjectMeta: metav1.ObjectMeta{Name: c.appliedWorkName(work.Name), Labels: work.Labels, Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
-		Spec:       workv1.AppliedManifestWorkSpec{HubHash: c.hubHash, AgentID: c.agentID, ManifestWorkName: work.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: c.appliedWorkName(work.Name), Labels: work.Labels, Finalizers: []string{workv1.AppliedManifestWorkFinalizer},
+			Annotations: map[string]string{clusterAnnotation: c.cluster}},
+		Spec: workv1.AppliedManifestWorkSpec{HubHash: c.hubHash, AgentID: c.agentID, ManifestWorkName: work.Name},
 	}
 	created, err := c.amws.Create(ctx, amw, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

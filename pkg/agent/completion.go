@@ -60,6 +60,10 @@ func restrictBuiltInComplete(conditions []metav1.Condition, results []manifestRe
 	}
 	c := &conditions[i]
 	c.Status, c.Reason = metav1.ConditionFalse, "ResourcesNotComplete"
-	c.Message = fmt.Sprintf("%d of %d resources are not Complete (they never finish): %s", len(without), len(results), strings.Join(without, ", "))
+	named := without
+	if len(named) > 3 {
+		named = append(slices.Clone(named[:3]), fmt.Sprintf("%d more", len(without)-3))
+	}
+	c.Message = fmt.Sprintf("%d of %d resources are not Complete (they never finish): %s", len(without), len(results), strings.Join(named, ", "))
 	return conditions
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -300,4 +301,73 @@ func namespace(name string) *corev1.Namespace {
 
 func configMap(namespace, name, value string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: map[string]string{"k": value}}
+}
+
+// The AppliedManifestWork OCM's work agent left (another agent ID, the klusterlet's; no cluster of
+// Ferry's named on it) is adopted, with what it applied: the object keeps its UID and the record its
+// UID, now under this agent's ID. One that names another cluster is refused, as before.
+func TestAppliedManifestWorkOfOCMsAgentIsAdopted(t *testing.T) {
+	f := startAgent(t)
+	f.stop() // the cluster's agent is "OCM's" until the objects are in place
+	if _, err := f.kube.CoreV1().Namespaces().Create(t.Context(), namespace(f.cluster), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	amwName := agent.HubHash(testEnv(t).Hub.Config.Host) + "-" + "from-ocm"
+	amw, err := f.spokeWk.WorkV1().AppliedManifestWorks().Create(t.Context(), &workv1.AppliedManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: amwName, Finalizers: []string{workv1.AppliedManifestWorkFinalizer}},
+		Spec: workv1.AppliedManifestWorkSpec{HubHash: agent.HubHash(testEnv(t).Hub.Config.Host), AgentID: "klusterlet-uid-0c3e",
+			ManifestWorkName: "from-ocm"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := configMap(f.cluster, "a", "1")
+	cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: workv1.GroupVersion.String(), Kind: "AppliedManifestWork", Name: amw.Name, UID: amw.UID}}
+	cm, err = f.kube.CoreV1().ConfigMaps(f.cluster).Create(t.Context(), cm, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	amw.Status.AppliedResources = []workv1.AppliedManifestResourceMeta{{Version: "v1", UID: string(cm.UID),
+		ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: f.cluster, Name: "a"}}}
+	if _, err := f.spokeWk.WorkV1().AppliedManifestWorks().UpdateStatus(t.Context(), amw, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	f.start()
+	w := f.create(f.work("from-ocm", configMapA))
+	f.waitWork(w.Name, "applied", allApplied)
+	adopted, err := f.spokeWk.WorkV1().AppliedManifestWorks().Get(t.Context(), amwName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adopted.UID != amw.UID || adopted.Spec.AgentID != f.cfg.AgentID {
+		t.Errorf("AppliedManifestWork after the agent took over: uid %s (was %s), agentID %q; want the same record under %q", adopted.UID, amw.UID, adopted.Spec.AgentID, f.cfg.AgentID)
+	}
+	if now, ok := spokeConfigMap(t, f, "a"); !ok || now.UID != cm.UID {
+		t.Fatalf("configmap a after the agent took over: exists %v; want the same object (uid %s)", ok, cm.UID)
+	}
+
+	// A record another cluster's agent made (Ferry names the cluster on it) is not taken.
+	other := agent.HubHash(testEnv(t).Hub.Config.Host) + "-" + "other-cluster-work"
+	if _, err := f.spokeWk.WorkV1().AppliedManifestWorks().Create(t.Context(), &workv1.AppliedManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: other, Annotations: map[string]string{"ferry.io/cluster": "someone-else"}},
+		Spec: workv1.AppliedManifestWorkSpec{HubHash: agent.HubHash(testEnv(t).Hub.Config.Host), AgentID: "someone-else-agent",
+			ManifestWorkName: "other-cluster-work"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.create(f.work("other-cluster-work", configMapB))
+	refused := f.waitWork("other-cluster-work", "refused, saying why", func(w *workv1.ManifestWork) bool {
+		return workCondition(w, workv1.WorkApplied, metav1.ConditionFalse)
+	})
+	if c := findWorkCondition(refused, workv1.WorkApplied); c.Reason != agent.ReasonAppliedWorkOfAnotherCluster || !strings.Contains(c.Message, "someone-else") {
+		t.Errorf("Applied of the refused work: %s %q; want %s naming the other cluster", c.Reason, c.Message, agent.ReasonAppliedWorkOfAnotherCluster)
+	}
+	if f.configMapExists("b") {
+		t.Error("the refused work applied configmap b")
+	}
+	kept, err := f.spokeWk.WorkV1().AppliedManifestWorks().Get(t.Context(), other, metav1.GetOptions{})
+	if err != nil || kept.Spec.AgentID != "someone-else-agent" {
+		t.Errorf("another cluster's AppliedManifestWork: %v, agentID %q; want it left alone", err, kept.Spec.AgentID)
+	}
 }

@@ -171,6 +171,14 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 		return nextStep{}, fmt.Errorf("add finalizer: %w", err)
 	}
 	if amwErr != nil {
+		var taken *appliedWorkOfAnotherClusterError
+		if errors.As(amwErr, &taken) {
+			// Nothing to retry until a person acts: say so on the work, and look again at resync.
+			if err := c.reportNotApplied(ctx, work, ReasonAppliedWorkOfAnotherCluster, taken.Error()); err != nil {
+				return nextStep{}, fmt.Errorf("update status: %w", err)
+			}
+			return nextStep{after: c.resync}, nil
+		}
 		return nextStep{}, fmt.Errorf("ensure AppliedManifestWork: %w", amwErr)
 	}
 

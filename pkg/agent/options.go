@@ -57,6 +57,11 @@ const (
 	flagCloudEventsClientID    = "cloudevents-client-id"
 	flagCloudEventsClientCodec = "cloudevents-client-codecs"
 
+	// OCM's agents serve health over HTTPS (library-go's controller command).
+	flagListen          = "listen"
+	flagTLSMinVersion   = "tls-min-version"
+	flagTLSCipherSuites = "tls-cipher-suites"
+
 	// Ferry's: how a work's spec.executor is enforced.
 	flagExecutorMode    = "executor-mode"
 	flagDefaultExecutor = "default-executor"
@@ -153,6 +158,16 @@ type Options struct {
 	// AddFlags for what each means here.
 	CloudEventsClientID     string
 	CloudEventsClientCodecs []string
+	// OCMCommandLine says the agent was started with OCM's work agent command line (`agent …`, as the
+	// klusterlet starts it): Listen then defaults to OCM's :8443.
+	OCMCommandLine bool
+	// Listen is where /healthz, /livez and /readyz are served over HTTPS with a self-signed
+	// certificate made at start, as OCM's agents serve them; "" or "0" serves nothing there.
+	Listen string
+	// TLSMinVersion and TLSCipherSuites configure that server (Kubernetes' names: VersionTLS12,
+	// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...).
+	TLSMinVersion   string
+	TLSCipherSuites []string
 	// ExecutorMode: ExecutorCheck or ExecutorImpersonate (see executor.go).
 	ExecutorMode string
 	// DefaultExecutor, namespace/name of a ServiceAccount on the managed cluster, is the executor of
@@ -269,6 +284,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How often candidates try to acquire, and the leader to renew, the Lease.")
 	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+	fs.StringVar(&o.Listen, flagListen, o.Listen,
+		"host:port to serve /healthz, /livez and /readyz on over HTTPS (a self-signed certificate made at start), as OCM's agents do; 0 turns it off. Default: :8443 when started as OCM's work agent is (ferry-agent agent ...), else off.")
+	fs.StringVar(&o.TLSMinVersion, flagTLSMinVersion, o.TLSMinVersion,
+		"Minimum TLS version of the --listen server: VersionTLS12 or VersionTLS13. Default: VersionTLS12.")
+	fs.StringSliceVar(&o.TLSCipherSuites, flagTLSCipherSuites, o.TLSCipherSuites,
+		"Cipher suites of the --listen server up to TLS 1.2, by their Go names. Default: Go's.")
 	fs.StringVar(&o.ExecutorMode, flagExecutorMode, o.ExecutorMode,
 		"How a ManifestWork's spec.executor is held to the ServiceAccount's permissions: check (as OCM's agent: SubjectAccessReviews before each manifest, applied with the agent's rights) or impersonate (applied, pruned and deleted as the ServiceAccount: the API server enforces RBAC and admission).")
 	fs.StringVar(&o.DefaultExecutor, flagDefaultExecutor, o.DefaultExecutor,
@@ -282,6 +303,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // file is not an error here; Validate reports a missing cluster name.
 func (o *Options) Complete() error {
 	var err error
+	if o.OCMCommandLine && o.Listen == "" {
+		o.Listen = DefaultOCMListen
+	}
 	if o.WorkloadSourceConfig != "" && o.WorkloadSourceDriver == WorkloadSourceKube {
 		if o.WorkloadSourceConfig, err = filepath.Abs(o.WorkloadSourceConfig); err != nil {
 			return err
@@ -355,6 +379,14 @@ func (o *Options) Validate() error {
 	if o.WorkloadSourceDriver != WorkloadSourceKube {
 		return fmt.Errorf("--%s %q: ferry-agent reads ManifestWorks from the hub's API server only (--%s=%s)",
 			flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceDriver, WorkloadSourceKube)
+	}
+	if o.Listen != "0" && o.Listen != "" {
+		if err := validateBindAddress(flagListen, o.Listen); err != nil {
+			return err
+		}
+	}
+	if _, err := o.servingTLS(); err != nil {
+		return err
 	}
 	if ExecutorMode(o.ExecutorMode) != ExecutorCheck && ExecutorMode(o.ExecutorMode) != ExecutorImpersonate {
 		return fmt.Errorf("--%s %q: must be %s or %s", flagExecutorMode, o.ExecutorMode, ExecutorCheck, ExecutorImpersonate)

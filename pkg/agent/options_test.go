@@ -617,3 +617,28 @@ func TestLeaderElectionIdentity(t *testing.T) {
 		t.Errorf("identity without POD_NAME or host name: no error")
 	}
 }
+
+// Started with OCM's work agent command line (as the klusterlet starts it), the agent serves its health
+// where the klusterlet's probes look, over HTTPS on :8443; started as Ferry's own, not unless asked.
+func TestOCMCommandLineListensWhereTheKlusterletProbes(t *testing.T) {
+	dir := hubDir(t, "cluster1")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--hub-kubeconfig-dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	o.OCMCommandLine = true
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != ":8443" {
+		t.Errorf("Listen = %q with OCM's command line, want :8443", o.Listen)
+	}
+	if own := completed(t, "--hub-kubeconfig-dir", dir); own.Listen != "" {
+		t.Errorf("Listen = %q with Ferry's command line, want none", own.Listen)
+	}
+	if set := completed(t, "--hub-kubeconfig-dir", dir, "--listen=0"); set.Listen != "0" {
+		t.Errorf("Listen = %q with --listen=0, want it kept", set.Listen)
+	}
+}

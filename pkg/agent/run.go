@@ -34,6 +34,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err := serve(ctx, o.MetricsBindAddress, promhttp.Handler()); err != nil {
 		return fmt.Errorf("--%s: %w", flagMetricsBindAddress, err)
 	}
+	tlsConfig, err := o.servingTLS()
+	if err != nil {
+		return err
+	}
+	if err := serveTLS(ctx, o.Listen, tlsConfig, healthHandler(&ready)); err != nil {
+		return fmt.Errorf("--%s: %w", flagListen, err)
+	}
 	interval := o.HubWatchInterval
 	if interval <= 0 {
 		interval = defaultHubWatchInterval
@@ -160,7 +167,9 @@ func (r *readiness) ready() bool { return r.synced.Load() || r.standby.Load() }
 // with its caches in sync.
 func healthHandler(ready *readiness) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/healthz", alive)
+	mux.HandleFunc("/livez", alive)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !ready.ready() {
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
