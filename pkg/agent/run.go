@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -185,9 +186,17 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
+	return serveOn(ctx, addr, nil, h)
+}
+
+// serveOn listens on addr and serves h there, over TLS when tlsConfig is set, until ctx is done.
+func serveOn(ctx context.Context, addr string, tlsConfig *tls.Config, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

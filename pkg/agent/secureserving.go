@@ -3,15 +3,12 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"k8s.io/client-go/util/cert"
 	cliflag "k8s.io/component-base/cli/flag"
-	"k8s.io/klog/v2"
 )
 
 // DefaultOCMListen is where OCM's work agent serves its health, and so where the klusterlet's probes
@@ -58,21 +55,7 @@ func serveTLS(ctx context.Context, addr string, cfg *tls.Config, h http.Handler)
 	}
 	cfg = cfg.Clone()
 	cfg.Certificates = []tls.Certificate{pair}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(tls.NewListener(ln, cfg)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "serve over HTTPS", "address", addr)
-		}
-	}()
-	return nil
+	return serveOn(ctx, addr, cfg, h)
 }
 
 // hostOf is the name the certificate is made for: the address's host, else localhost.
