@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
 var (
@@ -78,7 +78,11 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 	if _, err := spokeKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-agent"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	listen := freeLocalAddress(t)
+	addrs, err := shipped.FreeLoopbackAddresses(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := addrs[0]
 	agent := runContainer(t, klusterletCfg, agentRoot,
 		"agent",
 		"--spoke-cluster-name=cluster1",
@@ -269,15 +273,4 @@ func eventually(t *testing.T, check func(*testing.T), what string, cond wait.Con
 	if err != nil {
 		t.Fatalf("%s: not within 2m (last error: %v)", what, last)
 	}
-}
-
-// freeLocalAddress is a loopback address with a port nothing listens on now.
-func freeLocalAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

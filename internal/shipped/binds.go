@@ -10,7 +10,7 @@ import (
 // loopback ports, and returns those overrides and the two addresses. Loopback, because every process
 // of a local run shares this host, where a pod's ":8081" would clash and be reachable from outside.
 func LoopbackServers() (overrides []Override, health, metrics string, err error) {
-	addrs, err := freeLoopbackAddresses(2)
+	addrs, err := FreeLoopbackAddresses(2)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -21,9 +21,9 @@ func LoopbackServers() (overrides []Override, health, metrics string, err error)
 	}, health, metrics, nil
 }
 
-// freeLoopbackAddresses returns n addresses of 127.0.0.1 with different ports nothing listens on now:
+// FreeLoopbackAddresses returns n addresses of 127.0.0.1 with different ports nothing listens on now:
 // all n are held open until each is known, so that two never get the same port.
-func freeLoopbackAddresses(n int) ([]string, error) {
+func FreeLoopbackAddresses(n int) ([]string, error) {
 	var addrs []string
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
