@@ -4,6 +4,8 @@ GO    ?= go
 
 # The test control plane built by hack/tools (etcd, kube-apiserver, kube-controller-manager).
 export FERRY_CONTROL_PLANE_DIR := $(CURDIR)/bin/control-plane/current
+# OCM's own work agent, built by hack/tools as a test peer (`make ocm-peers`; the klusterlet swap test runs it).
+export FERRY_OCM_PEERS_DIR := $(CURDIR)/bin/ocm-peers/current
 # Where `make local-up` keeps kubeconfigs, its pid file and its log.
 LOCAL_DIR ?= .local
 KUBECTL   ?= kubectl
@@ -29,6 +31,10 @@ images: ## build the ferry-hub and ferry-agent images without Docker into bin/im
 control-plane: ## build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into bin/control-plane (cached by pinned version)
 	hack/tools/build-control-plane.sh
 
+.PHONY: ocm-peers
+ocm-peers: ## build OCM's own work agent, a test peer of ferry-agent, into bin/ocm-peers (cached by pinned version; about 7 min cold)
+	hack/tools/build-ocm-peers.sh
+
 .PHONY: manifests
 manifests: ## vendor the OCM CRDs into manifests/ocm; generate the OAM CRDs (manifests/oam) and deepcopy with controller-gen; copy the CRDs into deploy/
 	hack/vendor-ocm-crds.sh
@@ -46,7 +52,7 @@ verify: ## gofmt, go vet, the vendored CRDs match the pinned modules, the genera
 	deploy/sync-crds.sh --verify
 
 .PHONY: test
-test: control-plane verify ## build the control plane if needed, verify, run every test against real API servers, and fuzz briefly
+test: control-plane ocm-peers verify ## build the control plane and OCM's test peers if needed, verify, run every test against real API servers, and fuzz briefly
 	$(GO) test -count=1 -race -timeout 30m ./...
 	$(MAKE) --no-print-directory fuzz
 

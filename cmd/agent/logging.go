@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"k8s.io/klog/v2"
@@ -11,14 +12,22 @@ import (
 )
 
 // installLogger makes klog — through which client-go's informers and the agent's controllers log —
-// write klog's text format to out, with the connection errors of an API server outage folded into a
-// line when it starts and one when it ends (agent.WithQuietOutages). If the hub or spoke configuration
-// cannot be read, the plain logger stays, and agent.Run reports what is wrong with it.
-func installLogger(ctx context.Context, o *agent.Options, out io.Writer) {
-	base := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(out)))
+// write klog's text format to out at the verbosity of -v and --vmodule, with the connection errors of
+// an API server outage folded into a line when it starts and one when it ends
+// (agent.WithQuietOutages). If the hub or spoke configuration cannot be read, the plain logger stays,
+// and agent.Run reports what is wrong with it.
+func installLogger(ctx context.Context, o *agent.Options, out io.Writer) error {
+	cfg := textlogger.NewConfig(textlogger.Output(out), textlogger.Verbosity(o.Verbosity))
+	if o.VModule != "" {
+		if err := cfg.VModule().Set(o.VModule); err != nil {
+			return fmt.Errorf("--vmodule %s: %w", o.VModule, err)
+		}
+	}
+	base := textlogger.NewLogger(cfg)
 	log, err := agent.WithQuietOutages(ctx, o, base)
 	if err != nil {
 		log = base
 	}
 	klog.SetLoggerWithOptions(log, klog.ContextualLogger(true))
+	return nil
 }

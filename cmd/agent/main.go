@@ -57,7 +57,9 @@ func newCommand() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			installLogger(cmd.Context(), o, cmd.ErrOrStderr())
+			if err := installLogger(cmd.Context(), o, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			return agent.Run(cmd.Context(), o)
 		},
 	}

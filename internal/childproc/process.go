@@ -26,7 +26,7 @@ type Process struct {
 	run    *exec.Cmd
 	exited chan struct{} // closed when run has exited
 	runs   int
-	killed bool // run was ended by Kill
+	ended  bool // run was ended by its caller: Kill, Stop or StopAll
 }
 
 // Start starts cmd with its output in the file logPath (created anew) and returns it as the Process
@@ -70,7 +70,7 @@ func (p *Process) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	p.run, p.exited, p.killed = cmd, exited, false
+	p.run, p.exited, p.ended = cmd, exited, false
 	p.runs++
 	return nil
 }
@@ -101,12 +101,12 @@ func (p *Process) Running() bool {
 	}
 }
 
-// ExitedOnItsOwn reports whether the current run has exited without Kill ending it: it crashed, or
-// something other than its caller stopped it.
+// ExitedOnItsOwn reports whether the current run has exited without Kill or Stop ending it: it
+// crashed, or something other than its caller stopped it.
 func (p *Process) ExitedOnItsOwn() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.killed && !running(p.exited)
+	return !p.ended && !running(p.exited)
 }
 
 func running(exited chan struct{}) bool {
@@ -155,7 +155,7 @@ func (p *Process) Kill() error {
 		p.mu.Unlock()
 		return fmt.Errorf("%s exited on its own before it was killed (run %d): %v", p.Name, runs, run.ProcessState)
 	}
-	p.killed = true
+	p.ended = true
 	p.mu.Unlock()
 	_ = run.Process.Signal(syscall.SIGKILL)
 	select {
@@ -175,6 +175,7 @@ func StopAll(procs []*Process, grace time.Duration) error {
 	for _, p := range procs {
 		p.mu.Lock()
 		if running(p.exited) {
+			p.ended = true
 			_ = p.run.Process.Signal(syscall.SIGTERM)
 		}
 		p.mu.Unlock()
@@ -196,7 +197,6 @@ func StopAll(procs []*Process, grace time.Duration) error {
 			continue
 		}
 		p.mu.Lock()
-		p.killed = true
 		_ = p.run.Process.Kill()
 		p.mu.Unlock()
 		<-p.Exited()

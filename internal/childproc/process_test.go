@@ -173,4 +173,7 @@ func TestStopSendsSIGTERMThenKillsAfterTheGracePeriod(t *testing.T) {
 	if err := polite.Stop(time.Second); err != nil {
 		t.Errorf("Stop of a stopped process: %v, want nothing to do", err)
 	}
+	if polite.ExitedOnItsOwn() || stubborn.ExitedOnItsOwn() {
+		t.Errorf("ExitedOnItsOwn after StopAll: polite %t, stubborn %t; want false, their caller stopped them", polite.ExitedOnItsOwn(), stubborn.ExitedOnItsOwn())
+	}
 }

@@ -62,6 +62,16 @@ const (
 	flagTLSMinVersion   = "tls-min-version"
 	flagTLSCipherSuites = "tls-cipher-suites"
 
+	// The rest of OCM's work agent command line (its library-go controller command and klog flags).
+	flagHealthPort        = "health-port"
+	flagKubeconfig        = "kubeconfig"
+	flagClusterName       = "cluster-name"
+	flagNamespace         = "namespace"
+	flagMaxFeedbackWatch  = "max-feedback-watch"
+	flagVerbosity         = "v"
+	flagVModule           = "vmodule"
+	flagLogFlushFrequency = "log-flush-frequency"
+
 	// Ferry's: how a work's spec.executor is enforced.
 	flagExecutorMode    = "executor-mode"
 	flagDefaultExecutor = "default-executor"
@@ -168,6 +178,22 @@ type Options struct {
 	// TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, ...).
 	TLSMinVersion   string
 	TLSCipherSuites []string
+	// HealthPort, when set, is the port of Listen on every address (":<port>"), as the newer
+	// klusterlet templates pass --health-port for a health check port other than 8443.
+	HealthPort int
+	// Kubeconfig, ClusterName and Namespace are OCM's other spellings: the spoke kubeconfig when
+	// --spoke-kubeconfig is not given, the cluster name, and the namespace the agent runs in (where
+	// the leader-election Lease is when --leader-election-namespace is not given).
+	Kubeconfig  string
+	ClusterName string
+	Namespace   string
+	// MaxFeedbackWatch and LogFlushFrequency are accepted so that an OCM work agent's command line
+	// runs unchanged; they change nothing (see AddFlags).
+	MaxFeedbackWatch  int32
+	LogFlushFrequency time.Duration
+	// Verbosity and VModule set the log verbosity, globally and per file, as klog's -v and --vmodule.
+	Verbosity int
+	VModule   string
 	// ExecutorMode: ExecutorCheck or ExecutorImpersonate (see executor.go).
 	ExecutorMode string
 	// DefaultExecutor, namespace/name of a ServiceAccount on the managed cluster, is the executor of
@@ -296,6 +322,22 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"namespace/name of a ServiceAccount on the managed cluster that works naming no executor are held to, as if they named it. Default: none (they apply with the agent's rights).")
 	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
 		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+	fs.IntVar(&o.HealthPort, flagHealthPort, o.HealthPort,
+		"Port of the --"+flagListen+" server on every address (:<port>), as the klusterlet passes it for a health check port other than 8443. Give this or --"+flagListen+".")
+	fs.StringVar(&o.Kubeconfig, flagKubeconfig, o.Kubeconfig,
+		"OCM's name for --"+flagSpokeKubeconfig+" when that is not given: the managed cluster's kubeconfig file.")
+	fs.StringVar(&o.ClusterName, flagClusterName, o.ClusterName,
+		"OCM's other name for --"+flagSpokeClusterName+".")
+	fs.StringVar(&o.Namespace, flagNamespace, o.Namespace,
+		"Namespace the agent runs in, as OCM's agent takes it: the leader-election Lease's when --"+flagLeaderElectionNamespace+" is not given.")
+	fs.Int32Var(&o.MaxFeedbackWatch, flagMaxFeedbackWatch, o.MaxFeedbackWatch,
+		"Accepted for OCM compatibility and changes nothing: OCM's agent watches at most this many resources with feedback rules and polls the rest; ferry-agent watches every kind it applied.")
+	fs.IntVarP(&o.Verbosity, flagVerbosity, "v", o.Verbosity,
+		"Log verbosity: 0 logs what an operator acts on, higher adds detail (as klog's -v).")
+	fs.StringVar(&o.VModule, flagVModule, o.VModule,
+		"Log verbosity per source file, pattern=N,... (as klog's --vmodule).")
+	fs.DurationVar(&o.LogFlushFrequency, flagLogFlushFrequency, o.LogFlushFrequency,
+		"Accepted for OCM compatibility and changes nothing: ferry-agent writes each log line as it happens.")
 }
 
 // Complete fills in what the flags left out: absolute paths, the leader-election namespace, and the
@@ -303,8 +345,29 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // file is not an error here; Validate reports a missing cluster name.
 func (o *Options) Complete() error {
 	var err error
+	if o.HealthPort < 0 || o.HealthPort > 65535 {
+		return fmt.Errorf("--%s %d: want a port, 1 to 65535", flagHealthPort, o.HealthPort)
+	}
+	if o.HealthPort != 0 {
+		if o.Listen != "" {
+			return fmt.Errorf("--%s %d and --%s %s both say where to serve health: give one", flagHealthPort, o.HealthPort, flagListen, o.Listen)
+		}
+		o.Listen = ":" + strconv.Itoa(o.HealthPort)
+	}
 	if o.OCMCommandLine && o.Listen == "" {
 		o.Listen = DefaultOCMListen
+	}
+	if o.ClusterName != "" {
+		if o.SpokeClusterName != "" && o.SpokeClusterName != o.ClusterName {
+			return fmt.Errorf("--%s %s and --%s %s name different clusters: give one", flagClusterName, o.ClusterName, flagSpokeClusterName, o.SpokeClusterName)
+		}
+		o.SpokeClusterName = o.ClusterName
+	}
+	if o.SpokeKubeconfig == "" {
+		o.SpokeKubeconfig = o.Kubeconfig
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
 	}
 	if o.WorkloadSourceConfig != "" && o.WorkloadSourceDriver == WorkloadSourceKube {
 		if o.WorkloadSourceConfig, err = filepath.Abs(o.WorkloadSourceConfig); err != nil {

@@ -96,6 +96,14 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		"--cloudevents-client-codecs=manifest,manifestbundle",
 		"--executor-mode=impersonate",
 		"--default-executor=apps/deployer",
+		"--health-port=9443",
+		"--kubeconfig=/etc/kubeconfig",
+		"--cluster-name=cluster1",
+		"--namespace=klusterlet",
+		"--max-feedback-watch=80",
+		"-v=4",
+		"--vmodule=controller=5",
+		"--log-flush-frequency=3s",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +136,14 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		CloudEventsClientCodecs:                []string{"manifest", "manifestbundle"},
 		ExecutorMode:                           "impersonate",
 		DefaultExecutor:                        "apps/deployer",
+		HealthPort:                             9443,
+		Kubeconfig:                             "/etc/kubeconfig",
+		ClusterName:                            "cluster1",
+		Namespace:                              "klusterlet",
+		MaxFeedbackWatch:                       80,
+		Verbosity:                              4,
+		VModule:                                "controller=5",
+		LogFlushFrequency:                      3 * time.Second,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("parsed %+v\nwant   %+v", *o, want)
@@ -640,5 +656,53 @@ func TestOCMCommandLineListensWhereTheKlusterletProbes(t *testing.T) {
 	}
 	if set := completed(t, "--hub-kubeconfig-dir", dir, "--listen=0"); set.Listen != "0" {
 		t.Errorf("Listen = %q with --listen=0, want it kept", set.Listen)
+	}
+}
+
+// The rest of OCM's work agent command line: the newer klusterlet templates' --health-port for a health
+// check port other than 8443, and the library-go controller command's --kubeconfig, --cluster-name and
+// --namespace, taken as OCM's agent takes them; two flags that disagree are refused.
+func TestOCMsOtherSpellingsAreTaken(t *testing.T) {
+	dir := hubDir(t, "")
+	o := NewOptions()
+	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	spokeKubeconfig := filepath.Join(dir, KubeconfigFile) // any readable kubeconfig
+	if err := fs.Parse([]string{"--hub-kubeconfig-dir", dir, "--health-port=9443", "--kubeconfig=" + spokeKubeconfig,
+		"--cluster-name=cluster1", "--namespace=klusterlet"}); err != nil {
+		t.Fatal(err)
+	}
+	o.OCMCommandLine = true
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != ":9443" || o.SpokeKubeconfig != spokeKubeconfig || o.SpokeClusterName != "cluster1" || o.LeaderElectionNamespace != "klusterlet" {
+		t.Errorf("listen %q, spoke kubeconfig %q, cluster %q, lease namespace %q; want :9443, %s, cluster1, klusterlet",
+			o.Listen, o.SpokeKubeconfig, o.SpokeClusterName, o.LeaderElectionNamespace, spokeKubeconfig)
+	}
+	if own := completed(t, "--hub-kubeconfig-dir", dir, "--spoke-cluster-name=c", "--spoke-kubeconfig=/a", "--kubeconfig=/b",
+		"--leader-election-namespace=x", "--namespace=y"); own.SpokeKubeconfig != "/a" || own.LeaderElectionNamespace != "x" {
+		t.Errorf("Ferry's own flags beside OCM's: spoke kubeconfig %q, lease namespace %q; want /a and x", own.SpokeKubeconfig, own.LeaderElectionNamespace)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--health-port=9443", "--listen=:8443"}, "both say where to serve health"},
+		{[]string{"--health-port=70000"}, "--health-port 70000: want a port"},
+		{[]string{"--cluster-name=a", "--spoke-cluster-name=b"}, "name different clusters"},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(append([]string{"--hub-kubeconfig-dir", dir}, c.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Complete(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
 	}
 }

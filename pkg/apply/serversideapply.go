@@ -45,6 +45,10 @@ func (serverSideApplyStrategy) apply(ctx context.Context, r *request) (Result, e
 		res.Object, res.Operation = r.current, Unchanged
 		return res, nil
 	}
+	if r.current != nil && adoptedApplied(r, want) {
+		res.Object, res.Operation = r.current, Unchanged
+		return res, nil
+	}
 	data, err := json.Marshal(cfg.Object)
 	if err != nil {
 		return Result{}, err
@@ -63,6 +67,34 @@ func (serverSideApplyStrategy) apply(ctx context.Context, r *request) (Result, e
 		res.Operation = Created
 	}
 	return res, nil
+}
+
+// adoptedApplied reports that the live object was server-side applied under this field manager by
+// another agent — OCM's work agent, whose field manager is "work-agent" too, before a klusterlet runs
+// Ferry's image in its place — carries no hash of Ferry's, and holds every value of want but the hash.
+// The manager already owns those fields, so applying again would only add the hash: a write to every
+// object of a cluster that changes agents. The hash comes with the first change of the manifest.
+func adoptedApplied(r *request, want *unstructured.Unstructured) bool {
+	if _, ok := r.current.GetAnnotations()[AppliedHashAnnotation]; ok {
+		return false
+	}
+	applied := false
+	for _, f := range r.current.GetManagedFields() {
+		if f.Manager == r.opts.FieldManager && f.Operation == metav1.ManagedFieldsOperationApply {
+			applied = true
+		}
+	}
+	if !applied {
+		return false
+	}
+	rest := want.DeepCopy()
+	ann := rest.GetAnnotations()
+	delete(ann, AppliedHashAnnotation)
+	if len(ann) == 0 {
+		ann = nil // no annotations at all is what the live object may have
+	}
+	rest.SetAnnotations(ann)
+	return holds(r.current, rest)
 }
 
 // holds reports whether the live object already holds everything cfg sets. Owner references are a set

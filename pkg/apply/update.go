@@ -39,6 +39,10 @@ func (updateStrategy) apply(ctx context.Context, r *request) (Result, error) {
 		res.Object, res.Operation = r.current, Unchanged
 		return res, nil
 	}
+	if adoptedInSync(r) {
+		res.Object, res.Operation = r.current, Unchanged
+		return res, nil
+	}
 	modified, err := json.Marshal(rec.annotate(r.desired).Object)
 	if err != nil {
 		return Result{}, err
@@ -85,11 +89,35 @@ func inSync(r *request, rec *record) bool {
 	if _, stale := r.current.GetAnnotations()[rec.remove]; stale {
 		return false
 	}
-	want := rec.annotate(r.desired)
-	if r.opts.Owner != nil {
-		want.SetOwnerReferences(withOwner(want.GetOwnerReferences(), r.opts.Owner))
+	return holds(r.current, withOwnerOf(rec.annotate(r.desired), r.opts.Owner))
+}
+
+// adoptedInSync reports that the live object carries no last-applied record of Ferry's at all and
+// already holds every value of the manifest and the owner: an object another agent applied — OCM's
+// work agent, before a klusterlet runs Ferry's image in its place — or someone made by hand, adopted as
+// it is. Writing it only to add the record would touch every object of a cluster that changes agents,
+// so the record is written with the first change of the manifest instead. Until then there is no
+// "original": a field that first change drops from the manifest stays on the object, as `kubectl
+// apply` leaves the fields of an object it did not create.
+func adoptedInSync(r *request) bool {
+	ann := r.current.GetAnnotations()
+	if _, ok := ann[LastAppliedAnnotation]; ok {
+		return false
 	}
-	return holds(r.current, want)
+	if _, ok := ann[LastAppliedRefAnnotation]; ok {
+		return false
+	}
+	return holds(r.current, withOwnerOf(r.desired, r.opts.Owner))
+}
+
+// withOwnerOf returns u, or a copy of it with owner among its owner references when there is one.
+func withOwnerOf(u *unstructured.Unstructured, owner *metav1.OwnerReference) *unstructured.Unstructured {
+	if owner == nil {
+		return u
+	}
+	out := u.DeepCopy()
+	out.SetOwnerReferences(withOwner(out.GetOwnerReferences(), owner))
+	return out
 }
 
 // threeWayPatch computes the patch: strategic merge for kinds the client scheme knows (lists of
