@@ -203,7 +203,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 	rendered, err := Render(RenderInput{
 		App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx),
-		PatchTraits: r.publishPatchTraits(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
+		PublishedPatches: r.publishedPatches(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
 	})
 	var re *RenderError
 	var pending *PatchesPendingError
@@ -214,14 +214,25 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
 	case errors.As(err, &pending):
 		// The workload is held back, as it was, until it can change once with every patch (seed
-		// 002). The patch traits' watches bring the AppConfig back; the requeue covers a ConfigMap
-		// published after its trait turned Ready.
+		// 002). The patch traits are published for their controllers; their watches bring the
+		// AppConfig back, and the requeue covers a ConfigMap published after its trait turned Ready.
+		if err := r.publishPatchTraits(ctx, app, pending.Component, pending.Traits); err != nil {
+			var re *RenderError
+			if errors.As(err, &re) {
+				return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
+			}
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()})
 	case err != nil:
 		return ctrl.Result{}, err
 	}
 	if err := r.deleteStalePatchTraits(ctx, app, rendered); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.recordPatchedRevisions(ctx, app, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
 	clusters, unmoved := r.checked.clusters(req.NamespacedName, app.Generation, seen)

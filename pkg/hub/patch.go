@@ -38,6 +38,9 @@ type Patch struct {
 type PatchesPendingError struct {
 	Component string
 	Waiting   []string // the traits not Ready yet, each with why
+	// Traits are the component's patch-trait objects as wanted: the caller publishes them on the hub
+	// (creating or updating those not there as wanted), and their controllers publish the patches.
+	Traits []*unstructured.Unstructured
 }
 
 func (e *PatchesPendingError) Error() string {

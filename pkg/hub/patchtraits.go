@@ -21,17 +21,26 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// publishPatchTraits creates or updates a component's patch-trait objects on the hub, where their
-// controllers publish the patches (seed 002), and collects the patches of those that are Ready.
-func (r *AppConfigReconciler) publishPatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]Patch, error) {
+// publishedPatches reads, without writing, the patches of a component's patch-trait objects on the
+// hub (seed 002): one not there as wanted — not created yet, or its spec or labels not yet what the
+// AppConfig says — or not Ready makes the component wait; publishPatchTraits then writes it.
+func (r *AppConfigReconciler) publishedPatches(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]Patch, error) {
 	return func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
 		var patches []Patch
 		var waiting []string
 		for _, want := range traits {
 			id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
-			have, err := r.publish(ctx, app, component, want)
+			have, err := r.readPatchTrait(ctx, app, component, want)
 			if err != nil {
 				return nil, err
+			}
+			switch {
+			case have == nil:
+				waiting = append(waiting, id+": not on the hub yet")
+				continue
+			case patchTraitChanged(have, want):
+				waiting = append(waiting, id+": its spec is being updated on the hub")
+				continue
 			}
 			configMap, why := patchConfig(have)
 			if why != "" {
@@ -60,6 +69,59 @@ func (r *AppConfigReconciler) publishPatchTraits(ctx context.Context, app *v1alp
 	}
 }
 
+// readPatchTrait returns the hub's object of a patch trait (nil when there is none yet), refusing one
+// the hub does not serve or another owner holds, and watches its kind.
+func (r *AppConfigReconciler) readPatchTrait(ctx context.Context, app *v1alpha2.ApplicationConfiguration, component string, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := want.GroupVersionKind()
+	id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(gvk)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, &RenderError{Component: component, Reason: "PatchTraitNotServed",
+			Message: fmt.Sprintf("patch trait %s: the hub serves no %s: install its CustomResourceDefinition on the hub", id, gvk)}
+	case apierrors.IsNotFound(err):
+		return nil, r.watchKind(gvk)
+	case err != nil:
+		return nil, fmt.Errorf("read patch trait %s: %w", id, err)
+	}
+	if err := r.watchKind(gvk); err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(have, app) {
+		return nil, &RenderError{Component: component, Reason: "PatchTraitConflict",
+			Message: fmt.Sprintf("patch trait %s exists and does not belong to this AppConfig: name the trait differently", id)}
+	}
+	return have, nil
+}
+
+// patchTraitChanged reports that the hub's object of a patch trait is not yet as want: its spec
+// differs, or a label of want is missing or different.
+func patchTraitChanged(have, want *unstructured.Unstructured) bool {
+	if !equality.Semantic.DeepEqual(have.Object["spec"], want.Object["spec"]) {
+		return true
+	}
+	labels := have.GetLabels()
+	for k, v := range want.GetLabels() {
+		if labels[k] != v {
+			return true
+		}
+	}
+	return false
+}
+
+// publishPatchTraits creates or updates the patch-trait objects a rendering waits for, owned by the
+// AppConfig; their controllers then publish the patches, and their watches bring the AppConfig back.
+func (r *AppConfigReconciler) publishPatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration, component string, traits []*unstructured.Unstructured) error {
+	for _, want := range traits {
+		if err := r.publish(ctx, app, component, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // patchConfig is the ConfigMap holding a patch trait's patch, or why the trait is not Ready. A status
 // about an older generation of the trait (status.observedGeneration, where the controller sets it)
 // describes an older patch: the trait is not Ready until its controller catches up.
@@ -81,52 +143,33 @@ func patchConfig(trait *unstructured.Unstructured) (configMap, notReady string) 
 	return name, ""
 }
 
-// publish makes the hub's object of a patch trait match want, owned by the AppConfig, and returns it as
-// stored (with its status).
-func (r *AppConfigReconciler) publish(ctx context.Context, app *v1alpha2.ApplicationConfiguration, component string, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	gvk := want.GroupVersionKind()
+// publish makes the hub's object of a patch trait match want, owned by the AppConfig.
+func (r *AppConfigReconciler) publish(ctx context.Context, app *v1alpha2.ApplicationConfiguration, component string, want *unstructured.Unstructured) error {
 	id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
-	have := &unstructured.Unstructured{}
-	have.SetGroupVersionKind(gvk)
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
-	switch {
-	case meta.IsNoMatchError(err):
-		return nil, &RenderError{Component: component, Reason: "PatchTraitNotServed",
-			Message: fmt.Sprintf("patch trait %s: the hub serves no %s: install its CustomResourceDefinition on the hub", id, gvk)}
-	case apierrors.IsNotFound(err):
+	have, err := r.readPatchTrait(ctx, app, component, want)
+	if err != nil {
+		return err
+	}
+	if have == nil {
+		want = want.DeepCopy()
 		if err := controllerutil.SetControllerReference(app, want, r.Client.Scheme()); err != nil {
-			return nil, err
+			return err
 		}
 		if err := r.Client.Create(ctx, want); err != nil {
-			return nil, fmt.Errorf("create patch trait %s: %w", id, err)
+			return fmt.Errorf("create patch trait %s: %w", id, err)
 		}
 		r.Recorder.Eventf(app, want, corev1.EventTypeNormal, "PatchTraitCreated", "Create", "created patch trait %s; the workload waits for its patch", id)
-		return want, r.watchKind(gvk)
-	case err != nil:
-		return nil, fmt.Errorf("read patch trait %s: %w", id, err)
+		return nil
 	}
-	if err := r.watchKind(gvk); err != nil {
-		return nil, err
-	}
-	if !metav1.IsControlledBy(have, app) {
-		return nil, &RenderError{Component: component, Reason: "PatchTraitConflict",
-			Message: fmt.Sprintf("patch trait %s exists and does not belong to this AppConfig: name the trait differently", id)}
-	}
-	labels := have.GetLabels()
-	changed := !equality.Semantic.DeepEqual(have.Object["spec"], want.Object["spec"])
-	for k, v := range want.GetLabels() {
-		if labels[k] != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return have, nil
+	if !patchTraitChanged(have, want) {
+		return nil
 	}
 	if spec, ok := want.Object["spec"]; ok {
 		have.Object["spec"] = spec
 	} else {
 		delete(have.Object, "spec")
 	}
+	labels := have.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -135,9 +178,9 @@ func (r *AppConfigReconciler) publish(ctx context.Context, app *v1alpha2.Applica
 	}
 	have.SetLabels(labels)
 	if err := r.Client.Update(ctx, have); err != nil {
-		return nil, fmt.Errorf("update patch trait %s: %w", id, err)
+		return fmt.Errorf("update patch trait %s: %w", id, err)
 	}
-	return have, nil
+	return nil
 }
 
 // watchKind watches the hub's objects of a patch-trait kind, once, so that a trait's status brings its
@@ -194,42 +237,62 @@ func (r *AppConfigReconciler) deletePatchTraits(ctx context.Context, app *v1alph
 	return nil
 }
 
-// patchedRevision finds the component's revision holding spec, a spec with patches merged, or records
-// it as the component's next revision (seed 002: a change of any patch is a new revision).
-func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, *v1alpha2.ComponentSpec) (string, error) {
+// patchedRevision finds, without writing, the component's revision holding spec, a spec with patches
+// merged, or names the component's next revision for it (seed 002: a change of any patch is a new
+// revision), which recordPatchedRevisions then writes.
+func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, *v1alpha2.ComponentSpec) (string, bool, error) {
 	namespace := app.Namespace
-	return func(component string, spec *v1alpha2.ComponentSpec) (string, error) {
+	return func(component string, spec *v1alpha2.ComponentSpec) (string, bool, error) {
 		raw, err := json.Marshal(spec)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		hash := specHash(raw)
 		list := &appsv1.ControllerRevisionList{}
 		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ComponentLabel: component}); err != nil {
-			return "", fmt.Errorf("list revisions of component %s: %w", component, err)
+			return "", false, fmt.Errorf("list revisions of component %s: %w", component, err)
 		}
 		revs := sortRevisions(list.Items)
 		for _, rev := range revs {
 			if rev.Labels[specHashLabel] == hash {
-				return rev.Name, nil
+				return rev.Name, false, nil
 			}
 		}
-		comp := &v1alpha2.Component{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
-			return "", fmt.Errorf("component %s: %w", component, err)
+		return RevisionName(component, nextRevision(revs)), true, nil
+	}
+}
+
+// recordPatchedRevisions records every patched spec rendering named a new revision for, under that
+// name, before anything rendered from it is delivered.
+func (r *AppConfigReconciler) recordPatchedRevisions(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent) error {
+	for _, rc := range rendered {
+		if rc.NewRevision == nil {
+			continue
 		}
-		rev, err := newRevision(comp, revs, raw, hash, r.Client.Scheme())
+		raw, err := json.Marshal(rc.NewRevision)
 		if err != nil {
-			return "", err
+			return err
+		}
+		comp := &v1alpha2.Component{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: rc.ComponentName}, comp); err != nil {
+			return fmt.Errorf("component %s: %w", rc.ComponentName, err)
+		}
+		n := revisionNumber(rc.RevisionName)
+		if n == 0 || RevisionName(rc.ComponentName, n) != rc.RevisionName {
+			return fmt.Errorf("patched revision %q of component %s is not named <component>-v<n>", rc.RevisionName, rc.ComponentName)
+		}
+		rev, err := revisionOf(comp, n, raw, r.Client.Scheme())
+		if err != nil {
+			return err
 		}
 		rev.Labels[PatchedLabel] = "true"
 		if err := r.Client.Create(ctx, rev); err != nil {
 			// Already there: made by an earlier round the cache has not seen, or taken by another
-			// revision meanwhile; the next round sees which.
-			return "", fmt.Errorf("create revision %s: %w", rev.Name, err)
+			// revision meanwhile; the next round renders again and sees which.
+			return fmt.Errorf("create revision %s: %w", rev.Name, err)
 		}
 		r.Recorder.Eventf(comp, rev, corev1.EventTypeNormal, "PatchedRevisionCreated", "Create",
 			"recorded revision %s: the component's spec with the patches of AppConfig %s merged", rev.Name, app.Name)
-		return rev.Name, nil
 	}
+	return nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,7 +31,10 @@ type ResolvedComponent struct {
 	Spec          *v1alpha2.ComponentSpec
 }
 
-// RenderInput is what rendering an AppConfig needs from the hub.
+// RenderInput is what rendering an AppConfig needs from the hub. Every function of it only reads:
+// rendering writes nothing, so that the same input renders the same result — what a rollout needs to
+// render a revision again — and what rendering asks to be written (patch-trait objects to publish, a
+// patched revision to record) is returned for the caller to write.
 type RenderInput struct {
 	App *v1alpha2.ApplicationConfiguration
 	// Component resolves an entry: by componentName to the component's latest revision, by revisionName
@@ -38,12 +42,12 @@ type RenderInput struct {
 	Component func(entry v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error)
 	// TraitDefinition returns the definition of a trait object's kind.
 	TraitDefinition func(trait *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error)
-	// PatchTraits publishes a component's patch-trait objects on the hub and returns their patches, in
-	// order, or a *PatchesPendingError while any of them is not Ready.
-	PatchTraits func(component string, traits []*unstructured.Unstructured) ([]Patch, error)
-	// PatchedRevision records a component's spec with patches merged as a revision of the component,
-	// or finds the one that holds it, and returns its name.
-	PatchedRevision func(component string, spec *v1alpha2.ComponentSpec) (string, error)
+	// PublishedPatches returns the patches a component's patch-trait objects publish on the hub, in
+	// order, or a *PatchesPendingError while any of them is not on the hub as wanted or not Ready.
+	PublishedPatches func(component string, traits []*unstructured.Unstructured) ([]Patch, error)
+	// PatchedRevision finds the component's revision holding spec, a spec with patches merged; when
+	// none does, it names the revision to record it as (the component's next) and says it is new.
+	PatchedRevision func(component string, spec *v1alpha2.ComponentSpec) (name string, isNew bool, err error)
 }
 
 // RenderedComponent is one component of an AppConfig as it is delivered.
@@ -64,6 +68,9 @@ type RenderedComponent struct {
 	// RevisionEnabled is set when a trait's definition is revisionEnabled: every revision gets a
 	// workload of its own, and those of earlier revisions stay for the trait (a rollout) to retire.
 	RevisionEnabled bool
+	// NewRevision, when set, is the patched spec the workload was rendered from, which no revision of
+	// the component holds yet: the caller records it as revision RevisionName before delivering.
+	NewRevision *v1alpha2.ComponentSpec
 }
 
 // RenderError is an AppConfig that cannot be rendered as written; nothing of it should be delivered.
@@ -159,10 +166,14 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 
 	spec := resolved.Spec
 	if len(rc.PatchTraits) > 0 {
-		if in.PatchTraits == nil {
+		if in.PublishedPatches == nil {
 			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
 		}
-		published, err := in.PatchTraits(resolved.ComponentName, rc.PatchTraits)
+		published, err := in.PublishedPatches(resolved.ComponentName, rc.PatchTraits)
+		var pending *PatchesPendingError
+		if errors.As(err, &pending) {
+			pending.Traits = rc.PatchTraits // for the caller to publish
+		}
 		if err != nil {
 			return rc, err
 		}
@@ -177,8 +188,12 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		if in.PatchedRevision == nil {
 			return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
 		}
-		if rc.RevisionName, err = in.PatchedRevision(resolved.ComponentName, spec); err != nil {
-			return rc, fmt.Errorf("record patched revision of component %s: %w", name, err)
+		var isNew bool
+		if rc.RevisionName, isNew, err = in.PatchedRevision(resolved.ComponentName, spec); err != nil {
+			return rc, fmt.Errorf("find patched revision of component %s: %w", name, err)
+		}
+		if isNew {
+			rc.NewRevision = spec
 		}
 	}
 

@@ -126,10 +126,11 @@ func TestRenderNamesTheWorkloadAfterTheRevisionWhenRevisionsMatter(t *testing.T)
 }
 
 // withPatches makes in's patch traits publish the patches given by trait kind (a missing kind is not
-// Ready) and records patched specs as revisions web-v10, web-v11, ... by content.
+// Ready) and finds patched specs among revisions by content, naming a new one web-v10, web-v11, ...
+// Rendering only reads: record writes what it asks for, as the hub does.
 func withPatches(in RenderInput, published map[string]string) (RenderInput, map[string]*v1alpha2.ComponentSpec) {
 	revisions := map[string]*v1alpha2.ComponentSpec{}
-	in.PatchTraits = func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
+	in.PublishedPatches = func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
 		var out []Patch
 		var waiting []string
 		for _, t := range traits {
@@ -145,17 +146,24 @@ func withPatches(in RenderInput, published map[string]string) (RenderInput, map[
 		}
 		return out, nil
 	}
-	in.PatchedRevision = func(component string, spec *v1alpha2.ComponentSpec) (string, error) {
+	in.PatchedRevision = func(component string, spec *v1alpha2.ComponentSpec) (string, bool, error) {
 		for name, s := range revisions {
 			if string(s.Workload.Raw) == string(spec.Workload.Raw) {
-				return name, nil
+				return name, false, nil
 			}
 		}
-		name := "web-v" + strconv.Itoa(10+len(revisions))
-		revisions[name] = spec
-		return name, nil
+		return "web-v" + strconv.Itoa(10+len(revisions)), true, nil
 	}
 	return in, revisions
+}
+
+// record records the new revisions rendering named, as the hub does after rendering.
+func record(revisions map[string]*v1alpha2.ComponentSpec, rendered []RenderedComponent) {
+	for _, rc := range rendered {
+		if rc.NewRevision != nil {
+			revisions[rc.RevisionName] = rc.NewRevision
+		}
+	}
 }
 
 func TestRenderMergesEveryPatchIntoTheWorkloadAsARevisionOfItsOwn(t *testing.T) {
@@ -175,9 +183,11 @@ func TestRenderMergesEveryPatchIntoTheWorkloadAsARevisionOfItsOwn(t *testing.T) 
 		t.Fatal(err)
 	}
 	rc := out[0]
-	if rc.RevisionName != "web-v10" || len(revisions) != 1 {
-		t.Fatalf("revision %s (%d recorded), want the one patched revision web-v10", rc.RevisionName, len(revisions))
+	if rc.RevisionName != "web-v10" || rc.NewRevision == nil || len(revisions) != 0 {
+		t.Fatalf("revision %s (new: %t, %d recorded by rendering), want the one new patched revision web-v10, left to the caller to record",
+			rc.RevisionName, rc.NewRevision != nil, len(revisions))
 	}
+	record(revisions, out)
 	w := rc.Workload
 	if w.GetName() != "web-v10" {
 		t.Errorf("workload %s: a revision-enabled trait wants it named after the patched revision web-v10", w.GetName())
@@ -208,8 +218,8 @@ func TestRenderMergesEveryPatchIntoTheWorkloadAsARevisionOfItsOwn(t *testing.T) 
 	}
 
 	// Rendering again finds the same revision; a changed patch makes one more.
-	if out, err = Render(in); err != nil || out[0].RevisionName != "web-v10" {
-		t.Fatalf("again: %v, %v", out, err)
+	if out, err = Render(in); err != nil || out[0].RevisionName != "web-v10" || out[0].NewRevision != nil {
+		t.Fatalf("again: %v, %v; want web-v10, recorded already", out, err)
 	}
 	in2, _ := withPatches(renderInput(entry), map[string]string{
 		"NodeSelectorTrait":    `{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"nvme"}}}}}`,
@@ -233,6 +243,9 @@ func TestRenderHoldsTheWorkloadUntilEveryPatchTraitIsReady(t *testing.T) {
 	if !errors.As(err, &pending) || out != nil || len(revisions) != 0 {
 		t.Fatalf("got %v, %v (%d revisions); want nothing rendered and a PatchesPendingError", out, err, len(revisions))
 	}
+	if len(pending.Traits) != 2 || pending.Traits[1].GetKind() != "SecurityContextTrait" {
+		t.Errorf("patch-trait objects to publish: %v, want both of the component's", pending.Traits)
+	}
 	if len(pending.Waiting) != 1 || pending.Waiting[0] != "SecurityContextTrait" {
 		t.Errorf("waiting for %v, want the SecurityContextTrait", pending.Waiting)
 	}
@@ -248,7 +261,7 @@ func TestRenderMergesInlineWorkloadPatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := out[0]
-	if len(rc.Traits) != 0 || len(rc.PatchTraits) != 0 || rc.RevisionName != "web-v10" || len(revisions) != 1 {
+	if len(rc.Traits) != 0 || len(rc.PatchTraits) != 0 || rc.RevisionName != "web-v10" || rc.NewRevision == nil || len(revisions) != 0 {
 		t.Errorf("traits %d, patch traits %d, revision %s: an inline patch is neither delivered nor published, and makes a revision",
 			len(rc.Traits), len(rc.PatchTraits), rc.RevisionName)
 	}

@@ -81,7 +81,7 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if latest == nil || latest.Labels[specHashLabel] != hash {
-		rev, err := newRevision(comp, revs, spec, hash, r.Scheme)
+		rev, err := newRevision(comp, revs, spec, r.Scheme)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -115,16 +115,25 @@ func specHash(spec []byte) string {
 }
 
 // newRevision is the next revision of comp, after revs (oldest first), holding spec.
-func newRevision(comp *v1alpha2.Component, revs []appsv1.ControllerRevision, spec []byte, hash string, scheme *runtime.Scheme) (*appsv1.ControllerRevision, error) {
-	n := int64(1)
-	if len(revs) > 0 {
-		n = revs[len(revs)-1].Revision + 1
+func newRevision(comp *v1alpha2.Component, revs []appsv1.ControllerRevision, spec []byte, scheme *runtime.Scheme) (*appsv1.ControllerRevision, error) {
+	return revisionOf(comp, nextRevision(revs), spec, scheme)
+}
+
+// nextRevision is the number of the revision after revs (oldest first).
+func nextRevision(revs []appsv1.ControllerRevision) int64 {
+	if len(revs) == 0 {
+		return 1
 	}
+	return revs[len(revs)-1].Revision + 1
+}
+
+// revisionOf is revision n of comp, holding spec.
+func revisionOf(comp *v1alpha2.Component, n int64, spec []byte, scheme *runtime.Scheme) (*appsv1.ControllerRevision, error) {
 	rev := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      RevisionName(comp.Name, n),
 			Namespace: comp.Namespace,
-			Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: hash},
+			Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: specHash(spec)},
 		},
 		Data:     runtime.RawExtension{Raw: spec},
 		Revision: n,
