@@ -2,6 +2,10 @@
 # Copies the Open Cluster Management CRDs that Ferry serves from the pinned OCM api module into
 # manifests/ocm/, and extends the ManifestWork update-strategy enum with Ferry's ApplyOnce and
 # ApplyOnceForce. Run through `make manifests`; the result is committed.
+#
+# manifests/ocm/peers holds the CRDs of OCM's own hub controllers that tests run beside ferry-agent as
+# peers (bin/ocm-peers): OCM's hub serves them, Ferry's does not, so they are neither embedded in
+# manifests.HubCRDs nor copied into deploy/; a test installs them on its local hub.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,11 +24,16 @@ hub=(
 spoke=(
   work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml
 )
+# The ManifestWorkReplicaSet, which `work manager` (OCM's work hub controller) rolls out.
+peers=(
+  work/v1alpha1/0000_00_work.open-cluster-management.io_manifestworkreplicasets.crd.yaml
+)
 
-rm -f "$dst"/hub/*.yaml "$dst"/spoke/*.yaml
-mkdir -p "$dst/hub" "$dst/spoke"
+rm -f "$dst"/hub/*.yaml "$dst"/spoke/*.yaml "$dst"/peers/*.yaml
+mkdir -p "$dst/hub" "$dst/spoke" "$dst/peers"
 for f in "${hub[@]}"; do install -m 0644 "$src/$f" "$dst/hub/$(basename "$f")"; done
 for f in "${spoke[@]}"; do install -m 0644 "$src/$f" "$dst/spoke/$(basename "$f")"; done
+for f in "${peers[@]}"; do install -m 0644 "$src/$f" "$dst/peers/$(basename "$f")"; done
 
 # The update-strategy enum is the only list in the ManifestWork CRD that ends in "- ReadOnly".
 mw="$dst/hub/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml"
@@ -39,4 +48,4 @@ awk '
   END { if (patched != 1) { print "expected one update-strategy enum, found " patched > "/dev/stderr"; exit 1 } }
 ' "$mw" > "$mw.tmp"
 mv "$mw.tmp" "$mw"
-echo "vendored $(( ${#hub[@]} + ${#spoke[@]} )) CRDs from $src into $dst"
+echo "vendored $(( ${#hub[@]} + ${#spoke[@]} + ${#peers[@]} )) CRDs from $src into $dst"

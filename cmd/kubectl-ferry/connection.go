@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
+	appsclient "k8s.io/client-go/kubernetes/typed/apps/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -44,12 +45,13 @@ func (c *connection) namespace() (ns string, explicit bool, err error) {
 	return ns, explicit, nil
 }
 
-// hubClients are the clients of the hub a view is read and watched with.
+// hubClients are the clients of the hub a view is read and watched with, and a rollout steered with.
 type hubClients struct {
 	works    workclient.Interface
 	clusters clusterclient.Interface
-	dynamic  dynamic.Interface  // for ApplicationConfigurations, which have no typed clientset
-	metadata metadata.Interface // for watches that only signal a change, and for counting
+	dynamic  dynamic.Interface          // for ApplicationConfigurations, which have no typed clientset
+	metadata metadata.Interface         // for watches that only signal a change, and for counting
+	apps     appsclient.AppsV1Interface // for the revisions of applications (ControllerRevisions)
 }
 
 func (c *connection) clients() (*hubClients, error) {
@@ -74,5 +76,19 @@ func (c *connection) clients() (*hubClients, error) {
 	if out.metadata, err = metadata.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
+	if out.apps, err = appsclient.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
 	return out, nil
+}
+
+// target is what every command starts from: the namespace -n names (or the kubeconfig's) and the hub's
+// clients.
+func (c *connection) target() (string, *hubClients, error) {
+	ns, _, err := c.namespace()
+	if err != nil {
+		return "", nil, err
+	}
+	clients, err := c.clients()
+	return ns, clients, err
 }

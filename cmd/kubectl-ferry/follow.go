@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,15 +19,19 @@ import (
 )
 
 // view is what one command shows: how to read it from the hub, which objects' changes change it, and,
-// for views a script can wait on, its health verdict.
+// for views a script can wait on, its verdict.
 type view struct {
 	// what names the view in messages, e.g. "ManifestWork cluster1/hello".
 	what string
 	load func(ctx context.Context) (statusview.View, error)
 	// watches are the objects the view is made of; a change of any of them reloads it.
 	watches []watched
-	// verdict says whether v is healthy, and if not why (one line each); nil: the view has none.
-	verdict func(v statusview.View) (healthy bool, problems []string)
+	// verdict says whether v is what a wait waits for (healthy; a rollout complete), and if not why (one
+	// line each); an error when it never will be without a person acting (a rollout halted), which
+	// ends a wait in failure. nil: the view has none.
+	verdict func(v statusview.View) (reached bool, problems []string, err error)
+	// goal is what a wait waits for v to be, in messages: "healthy" when empty.
+	goal string
 }
 
 // watched is a set of objects of one resource: in one namespace ("" for all, and for cluster-scoped
@@ -52,9 +57,10 @@ func show(ctx context.Context, out, errOut io.Writer, o outputOptions, clients *
 var errTimedOut = errors.New("timed out")
 
 // follow prints the view, then again each time it changes, until ctx ends or the timeout passes, or,
-// with --until-healthy, until the view is healthy. Watches of the objects the view is made of (their
-// metadata only: every change of an object, status included, changes its resourceVersion) say when
-// to read it again; the view is always read whole, with the same code as a single print.
+// with o.until (--until-healthy; `rollout status --watch`), until its verdict is reached or fails.
+// Watches of the objects the view is made of (their metadata only: every change of an object, status
+// included, changes its resourceVersion) say when to read it again; the view is always read whole,
+// with the same code as a single print.
 func follow(ctx context.Context, out, errOut io.Writer, o outputOptions, clients *hubClients, v view) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
@@ -101,9 +107,9 @@ func follow(ctx context.Context, out, errOut io.Writer, o outputOptions, clients
 				printed = text
 			}
 			if v.verdict != nil {
-				var healthy bool
-				if healthy, problems = v.verdict(sv); healthy && o.untilHealthy {
-					return nil
+				var reached bool
+				if reached, problems, err = v.verdict(sv); o.until && (reached || err != nil) {
+					return err
 				}
 			}
 		}
@@ -134,15 +140,16 @@ func writeNext(out io.Writer, format string, more bool, text string) error {
 	return err
 }
 
-// ended is the outcome of following a view that ended before it was healthy: no error when only
-// watching, else what is not healthy.
+// ended is the outcome of following a view that ended before its verdict was reached: no error when
+// only watching, else what is not as waited for.
 func ended(ctx context.Context, o outputOptions, v view, problems []string) error {
-	if !o.untilHealthy {
+	if !o.until {
 		return nil
 	}
-	why := "interrupted before " + v.what + " was healthy"
+	goal := cmp.Or(v.goal, "healthy")
+	why := fmt.Sprintf("interrupted before %s was %s", v.what, goal)
 	if errors.Is(context.Cause(ctx), errTimedOut) {
-		why = fmt.Sprintf("%s is not healthy after %s", v.what, o.timeout)
+		why = fmt.Sprintf("%s is not %s after %s", v.what, goal, o.timeout)
 	}
 	return fmt.Errorf("%s:\n  %s", why, strings.Join(problems, "\n  "))
 }

@@ -1,7 +1,8 @@
 // Command kubectl-ferry is the status view of Ferry for people, as a kubectl plugin (`kubectl ferry`):
 // per cluster and per manifest, what the agents report of an ApplicationConfiguration or a
 // ManifestWork, and the managed clusters themselves; as tables, or as JSON/YAML for scripts, once or
-// followed as it changes.
+// followed as it changes. `kubectl ferry rollout` steers the progressive rollout of an
+// ApplicationConfiguration as `kubectl rollout` steers a Deployment's.
 package main
 
 import (
@@ -30,7 +31,8 @@ func newCommand() *cobra.Command {
 		Use:   "kubectl-ferry",
 		Short: "See what Ferry delivered where: per cluster, per manifest, applied, available, healthy",
 		Long: "kubectl-ferry shows, from the hub, what the Ferry agents report: an ApplicationConfiguration on every cluster it\n" +
-			"is delivered to, one ManifestWork, or the managed clusters. Install it on your PATH and run it as `kubectl ferry`.",
+			"is delivered to, one ManifestWork, or the managed clusters; and steers the rollout of an ApplicationConfiguration.\n" +
+			"Install it on your PATH and run it as `kubectl ferry`.",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -44,6 +46,6 @@ func newCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	status.AddCommand(newStatusAppConfigCommand(conn), newStatusWorkCommand(conn))
-	cmd.AddCommand(status, newClustersCommand(conn))
+	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn))
 	return cmd
 }

@@ -33,11 +33,7 @@ func newStatusAppConfigCommand(conn *connection) *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
-			ns, _, err := conn.namespace()
-			if err != nil {
-				return err
-			}
-			clients, err := conn.clients()
+			ns, clients, err := conn.target()
 			if err != nil {
 				return err
 			}
@@ -89,9 +85,9 @@ func workView(clients *hubClients, cluster, name string) view {
 			return statusview.ForWork(mw), nil
 		},
 		watches: []watched{{resource: manifestWorks, namespace: cluster, fieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}},
-		verdict: func(v statusview.View) (bool, []string) {
+		verdict: func(v statusview.View) (bool, []string, error) {
 			w := v.(statusview.Work)
-			return w.Healthy, w.Problems()
+			return w.Healthy, w.Problems(), nil
 		},
 	}
 }
@@ -102,13 +98,9 @@ func appConfigView(clients *hubClients, namespace, name string) view {
 	return view{
 		what: fmt.Sprintf("ApplicationConfiguration %s/%s", namespace, name),
 		load: func(ctx context.Context) (statusview.View, error) {
-			u, err := clients.dynamic.Resource(applicationConfigs).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+			app, err := readAppConfig(ctx, clients, namespace, name)
 			if err != nil {
-				return nil, fmt.Errorf("read ApplicationConfiguration %s/%s: %w", namespace, name, err)
-			}
-			app := &v1alpha2.ApplicationConfiguration{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, app); err != nil {
-				return nil, fmt.Errorf("decode ApplicationConfiguration %s/%s: %w", namespace, name, err)
+				return nil, err
 			}
 			works, err := clients.works.WorkV1().ManifestWorks(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: ofApp})
 			if err != nil {
@@ -120,9 +112,22 @@ func appConfigView(clients *hubClients, namespace, name string) view {
 			{resource: applicationConfigs, namespace: namespace, fieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()},
 			{resource: manifestWorks, labelSelector: ofApp},
 		},
-		verdict: func(v statusview.View) (bool, []string) {
+		verdict: func(v statusview.View) (bool, []string, error) {
 			a := v.(statusview.AppConfig)
-			return a.Healthy, a.Problems()
+			return a.Healthy, a.Problems(), nil
 		},
 	}
+}
+
+// readAppConfig reads the AppConfig name of namespace.
+func readAppConfig(ctx context.Context, clients *hubClients, namespace, name string) (*v1alpha2.ApplicationConfiguration, error) {
+	u, err := clients.dynamic.Resource(applicationConfigs).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("read ApplicationConfiguration %s/%s: %w", namespace, name, err)
+	}
+	app := &v1alpha2.ApplicationConfiguration{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, app); err != nil {
+		return nil, fmt.Errorf("decode ApplicationConfiguration %s/%s: %w", namespace, name, err)
+	}
+	return app, nil
 }

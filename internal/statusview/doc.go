@@ -1,6 +1,7 @@
-// Package statusview is what `kubectl ferry` shows. ForWork, ForAppConfig and ForClusters turn the
-// objects read from the hub (ManifestWorks, an ApplicationConfiguration, ManagedClusters) into a small
-// documented data model — Work, AppConfig, Clusters — and Write prints it as a table for people or as
-// JSON or YAML for scripts. The verdict a script waits for, Healthy, is computed here too. The package
-// reads nothing from a cluster: the command fetches, this decides and renders.
+// Package statusview is what `kubectl ferry` shows. ForWork, ForAppConfig, ForClusters, ForRollout and
+// ForRolloutHistory turn the objects read from the hub (ManifestWorks, an ApplicationConfiguration,
+// ManagedClusters, an application's ControllerRevisions) into a small documented data model — Work,
+// AppConfig, Clusters, Rollout, RolloutHistory — and Write prints it as a table for people or as JSON or
+// YAML for scripts. The verdicts a script waits for, Healthy and Rollout.Verdict, are computed here too.
+// The package reads nothing from a cluster: the command fetches, this decides and renders.
 package statusview

@@ -95,3 +95,57 @@ type Cluster struct {
 	// Message is the Available condition's message when Available is not True.
 	Message string `json:"message,omitempty"`
 }
+
+// Rollout is the progressive rollout of an ApplicationConfiguration (its spec.rollout) as the hub
+// reports it in status.rollout, with what `kubectl ferry rollout` asked of the hub that the hub has not
+// acted on yet.
+type Rollout struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Enabled: the AppConfig has a spec.rollout. Without one a new revision reaches every cluster at
+	// once, and the fields below are empty.
+	Enabled bool `json:"enabled"`
+	// Paused is spec.rollout.paused.
+	Paused bool `json:"paused,omitempty"`
+	// Generation is the AppConfig's metadata.generation; Observed says whether the hub's status is about
+	// it (status.observedGeneration). Until it is, the fields below may describe an earlier spec.
+	Generation int64 `json:"generation"`
+	Observed   bool  `json:"observed"`
+	// Revision is the revision the application wants (a ControllerRevision's name), StableRevision the
+	// last one every cluster succeeded at; both empty before the hub reported on the rollout.
+	Revision       string                `json:"revision,omitempty"`
+	StableRevision string                `json:"stableRevision,omitempty"`
+	Phase          v1alpha2.RolloutPhase `json:"phase,omitempty"`
+	// Stage is the stage in progress, when one is.
+	Stage string `json:"stage,omitempty"`
+	// Message is the hub's: what the rollout waits for, or why it cannot go on.
+	Message string `json:"message,omitempty"`
+	// Stages in order, with their counts of clusters.
+	Stages []v1alpha2.RolloutStageStatus `json:"stages"`
+	// Failures are the first failed clusters; OmittedFailures counts the others.
+	Failures        []v1alpha2.RolloutFailure `json:"failures"`
+	OmittedFailures int32                     `json:"omittedFailures,omitempty"`
+	// Requests are what `kubectl ferry rollout resume` or `undo` asked of the hub (its annotations) that
+	// status.rollout does not show taken yet, one line each.
+	Requests []string `json:"requests,omitempty"`
+}
+
+// RolloutHistory is the revisions of an ApplicationConfiguration the hub recorded (ControllerRevisions),
+// oldest first.
+type RolloutHistory struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	Revisions []AppRevision `json:"revisions"`
+}
+
+// AppRevision is one recorded revision of an application.
+type AppRevision struct {
+	// Revision is the ControllerRevision's number: `kubectl ferry rollout undo --to-revision` takes it.
+	Revision int64       `json:"revision"`
+	Name     string      `json:"name"`
+	Created  metav1.Time `json:"created"`
+	// RollingOut marks the revision the application wants (status.rollout.revision) while it is not
+	// the stable one; Stable the one every cluster last succeeded at (status.rollout.stableRevision).
+	RollingOut bool `json:"rollingOut,omitempty"`
+	Stable     bool `json:"stable,omitempty"`
+}

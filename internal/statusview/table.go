@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -84,6 +85,96 @@ func (v Clusters) writeTable(w io.Writer) error {
 		row(tw, c.Name, c.Joined, c.Available, c.RegisteredBy, c.Works, short(c.Message))
 	}
 	return tw.Flush()
+}
+
+func (r Rollout) writeTable(w io.Writer) error {
+	if !r.Enabled {
+		_, err := fmt.Fprintln(w, r.noRollout())
+		return err
+	}
+	// The hub's message names the command to run next: it is printed whole.
+	var notes []string
+	if !r.Observed {
+		notes = append(notes, fmt.Sprintf("the hub has not looked at generation %d of the AppConfig yet", r.Generation))
+	}
+	if len(r.Requests) > 0 {
+		notes = append(notes, "requested: "+strings.Join(r.Requests, ", "))
+	}
+	switch {
+	case r.Revision == "":
+		notes = append(notes, "the hub has not reported on the rollout yet")
+	case r.Message != "":
+		notes = append(notes, r.Message)
+	}
+	tw := newTabWriter(w)
+	row(tw, "APPCONFIG", "REVISION", "STABLE", "PHASE", "STAGE", "MESSAGE")
+	row(tw, namespacedName(r.Namespace, r.Name), dash(r.Revision), dash(r.StableRevision), dash(string(r.Phase)), dash(r.Stage),
+		dash(strings.Join(strings.Fields(strings.Join(notes, "; ")), " ")))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Stages) > 0 {
+		fmt.Fprintln(w)
+		tw = newTabWriter(w)
+		row(tw, "STAGE", "CLUSTERS", "UPDATED", "SUCCEEDED", "FAILED", "STARTED", "COMPLETED")
+		for _, s := range r.Stages {
+			row(tw, s.Name, s.Clusters, s.Updated, s.Succeeded, s.Failed, timestamp(s.StartedAt), timestamp(s.CompletedAt))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Failures) > 0 || r.OmittedFailures > 0 {
+		fmt.Fprintln(w)
+		tw = newTabWriter(w)
+		row(tw, "CLUSTER", "STAGE", "REASON", "MESSAGE")
+		for _, f := range r.Failures {
+			row(tw, f.Cluster, f.Stage, f.Reason, short(f.Message))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if r.OmittedFailures > 0 {
+			fmt.Fprintf(w, "and %d more\n", r.OmittedFailures)
+		}
+	}
+	return nil
+}
+
+func (h RolloutHistory) writeTable(w io.Writer) error {
+	if len(h.Revisions) == 0 {
+		_, err := fmt.Fprintf(w, "No revisions of AppConfig %s/%s are recorded yet.\n", h.Namespace, h.Name)
+		return err
+	}
+	tw := newTabWriter(w)
+	row(tw, "REVISION", "NAME", "CREATED", "ROLLOUT")
+	for _, r := range h.Revisions {
+		mark := "-"
+		switch {
+		case r.RollingOut:
+			mark = "rolling-out"
+		case r.Stable:
+			mark = "stable"
+		}
+		row(tw, r.Revision, r.Name, timestamp(&r.Created), mark)
+	}
+	return tw.Flush()
+}
+
+// timestamp is t in UTC to the second, as kubectl's -o yaml writes it; "-" when unset.
+func timestamp(t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// dash is s, or "-" when empty, so that every row has the same number of columns.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func count(b bool) int {

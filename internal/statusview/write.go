@@ -15,7 +15,7 @@ const (
 	FormatYAML  = "yaml"
 )
 
-// View is what Write prints: a Work, an AppConfig or Clusters.
+// View is what Write prints: a Work, an AppConfig, Clusters, a Rollout or a RolloutHistory.
 type View interface {
 	writeTable(w io.Writer) error
 }

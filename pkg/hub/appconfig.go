@@ -211,7 +211,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	case errors.As(err, &re):
 		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
 	case errors.As(err, &pending):
 		// The workload is held back, as it was, until it can change once with every patch (seed
 		// 002). The patch traits are published for their controllers; their watches bring the
@@ -220,12 +220,12 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			var re *RenderError
 			if errors.As(err, &re) {
 				return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()})
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
 			}
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()})
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()}, app.Status.Rollout)
 	case err != nil:
 		return ctrl.Result{}, err
 	}
@@ -235,18 +235,49 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.recordPatchedRevisions(ctx, app, rendered); err != nil {
 		return ctrl.Result{}, err
 	}
+	target, err := buildRevisionBase(app, rendered, r.ApplyOnceOnly, r.Mapper)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var keep []string // a rollout's revisions stay as long as it needs them
+	if ro := app.Status.Rollout; ro != nil {
+		keep = append(keep, ro.Revision, ro.StableRevision)
+	}
+	// A revision that cannot be recorded (too large for the hub's storage, as its works will be too)
+	// does not hold back the delivery, which reports its own failures; it is reported after it.
+	recordErr := r.recordAppRevision(ctx, app, target, keep...)
+	if undone, err := r.undoneRevision(ctx, app); err != nil {
+		if errors.As(err, &re) {
+			return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
+				Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+		}
+		return ctrl.Result{}, err
+	} else if undone != nil {
+		target = undone
+	}
 	clusters, unmoved := r.checked.clusters(req.NamespacedName, app.Generation, seen)
 	if !unmoved {
 		if clusters, err = TargetClusters(ctx, r.Client, r.clusters, app); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	delivered, gone, err := r.deliver(ctx, app, rendered, clusters, seen)
+	plan, ro := deliveryPlan{uniform: target}, rolloutOutcome{}
+	if app.Spec.Rollout != nil {
+		if plan, ro, err = r.planRollout(ctx, app, target, clusters, time.Now()); err != nil {
+			if errors.As(err, &re) {
+				// Nothing is moved by a rollout the hub cannot read: every cluster keeps what it has.
+				return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+			}
+			return ctrl.Result{}, err
+		}
+	}
+	delivered, gone, err := r.deliver(ctx, app, plan, clusters, seen)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if cond, notReady := delivered.notReady(len(clusters)); notReady {
-		if err := r.setStatus(ctx, app, rendered, gone, cond); err != nil {
+		if err := r.setStatus(ctx, app, rendered, gone, cond, ro.status); err != nil {
 			return ctrl.Result{}, err
 		}
 		if len(delivered.failed) > 0 {
@@ -255,6 +286,11 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// Only the owner of the foreign work can clear the way; the watch of ManifestWorks brings the
 		// AppConfig back when they rename or delete it, and this looks again now and then meanwhile.
 		return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
+	}
+	if recordErr != nil {
+		return ctrl.Result{}, errors.Join(recordErr, r.setStatus(ctx, app, rendered, gone, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "RevisionNotRecorded",
+			Message: fmt.Sprintf("delivered to %d clusters, but %v", len(clusters), recordErr)}, ro.status))
 	}
 	if delivered.raced {
 		// Not a failure, and not delivered yet either: the status stays as it is until it is.
@@ -268,9 +304,25 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			result.RequeueAfter = patchResync
 		}
 	}
-	return result, r.setStatus(ctx, app, rendered, gone, metav1.Condition{
+	if ro.recheck > 0 && (result.RequeueAfter == 0 || ro.recheck < result.RequeueAfter) {
+		// A soak ends or a deadline passes with no report to bring the AppConfig back.
+		result.RequeueAfter = ro.recheck
+	}
+	if err := r.setStatus(ctx, app, rendered, gone, metav1.Condition{
 		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
-		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))})
+		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))}, ro.status); err != nil {
+		return result, err
+	}
+	if ro.resumed {
+		// The halt is lifted in the status written above: the request to lift it is taken away, so
+		// that a later halt of the same revision holds.
+		patch := client.MergeFrom(app.DeepCopy())
+		delete(app.Annotations, v1alpha2.AnnotationRolloutResume)
+		if err := r.Client.Patch(ctx, app, patch); err != nil {
+			return result, fmt.Errorf("remove annotation %s: %w", v1alpha2.AnnotationRolloutResume, err)
+		}
+	}
+	return result, nil
 }
 
 // patchResync is how often an AppConfig with patch traits is rendered again with nothing changed.
@@ -382,11 +434,17 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 	}
 }
 
-// setStatus writes the AppConfig's status when it changed. Its clusters are counted from the verdicts
-// on its works (clusterVerdicts) but those in gone, which this reconcile deleted.
+// setStatus writes the AppConfig's status when it changed, with rollout as the rollout's status. Its
+// clusters are counted from the verdicts on its works (clusterVerdicts) but those in gone, which this
+// reconcile deleted.
 func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	gone map[types.NamespacedName]bool, ready metav1.Condition) error {
+	gone map[types.NamespacedName]bool, ready metav1.Condition, rollout *v1alpha2.RolloutStatus) error {
 	status := app.Status.DeepCopy()
+	if app.Spec.Rollout == nil {
+		rollout = nil
+	}
+	status.Rollout = rollout
+	r.setRolloutConditions(app, status, app.Status.Rollout)
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation
 	ready.Message = capConditionMessage(ready.Message)

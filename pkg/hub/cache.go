@@ -22,8 +22,8 @@ import (
 //     up to date, writes a whole new spec when it is not, and reads the stored work when it needs the
 //     manifests (the earlier revisions a rollout keeps);
 //   - of its status, its Complete condition's status and transition time (CompletedWorkReconciler), and
-//     what clusterStatus reads: the conditions it looks at, each with its type, status
-//     and generation, the messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
+//     what clusterStatus and a rollout read: the conditions they look at, each with its type, status,
+//     generation and transition time, the messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
 //     manifests' identities and their feedback.
 //
 // A work the hub writes is decoded from the API server's answer, not from the cache, so what it writes
@@ -58,13 +58,14 @@ var (
 	readManifestConditions = []string{workv1.ManifestApplied, workv1.ManifestAvailable, workv1.ManifestProgressing, workv1.ManifestDegraded}
 )
 
-// slimConditions keeps the conditions of the types read, each without its reason, transition time and
-// (unless showMessage says otherwise) message.
+// slimConditions keeps the conditions of the types read, each without its reason and (unless
+// showMessage says otherwise) message. The transition time stays: it takes no memory of its own, and a
+// rollout's soak counts from it.
 func slimConditions(conds []metav1.Condition, read []string, showMessage func(metav1.Condition) bool) []metav1.Condition {
 	conds = slices.DeleteFunc(conds, func(c metav1.Condition) bool { return !slices.Contains(read, c.Type) })
 	for i := range conds {
 		c := &conds[i]
-		c.Reason, c.LastTransitionTime = "", metav1.Time{}
+		c.Reason = ""
 		if showMessage == nil || !showMessage(*c) {
 			c.Message = ""
 		}

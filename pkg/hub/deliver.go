@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -72,21 +73,19 @@ const writeConcurrency = 16
 // whose ManifestWork cannot be written does not stop the others: it is returned in the delivery, with
 // why. One event per kind of change names the clusters.
 //
+// Each cluster's work carries the revision plan gives it: the same one everywhere, built and hashed
+// once, not once per cluster of a fleet, or during a rollout one of a few.
+//
 // The pass over the works is skipped when the last one found this same spec delivered to these same
 // clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
-func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
+func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, plan deliveryPlan,
 	clusters []string, seen uint64) (out delivery, gone map[types.NamespacedName]bool, err error) {
-	// Every cluster gets the same spec: it is built and hashed once, not once per cluster of a fleet.
-	base, err := BuildManifestWork(app, "", rendered, r.ApplyOnceOnly, r.Mapper)
-	if err != nil {
-		return out, nil, err
-	}
-	if err := setSpecHash(base); err != nil {
-		return out, nil, err
-	}
-	key, hash := client.ObjectKeyFromObject(app), base.Annotations[AnnotationSpecHash]
-	if r.checked.complete(key, app.Generation, seen, hash, clusters) {
-		return out, nil, nil
+	key, hash := client.ObjectKeyFromObject(app), ""
+	if plan.uniform != nil {
+		hash = plan.uniform.hash()
+		if r.checked.complete(key, app.Generation, seen, hash, clusters) {
+			return out, nil, nil
+		}
 	}
 	r.checked.forget(key)
 	works, err := r.works(app)
@@ -114,23 +113,22 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(names, maxEventNote/2))
 		}
 	}()
-	keepsEarlier := slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled })
 	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
-		have := byCluster[cluster]
-		if have != nil && upToDate(have, base) {
+		have, base := byCluster[cluster], plan.baseFor(cluster)
+		if base == nil || (have != nil && upToDate(have, base.Work)) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
-		mw := base.DeepCopy() // the client decodes its answer into what it writes
+		mw := base.Work.DeepCopy() // the client decodes its answer into what it writes
 		mw.Namespace = cluster
 		writers.Go(func() error {
 			var err error
-			if keepsEarlier && have != nil {
+			if have != nil && slices.ContainsFunc(base.Rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
 				// The earlier revisions' workloads on this cluster are in the stored work's manifests,
 				// which the cache does not keep (see slimWork).
 				if have, err = r.storedWork(ctx, app, mw); err == nil {
-					err = KeepEarlierRevisions(mw, have, rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
+					err = KeepEarlierRevisions(mw, have, base.Rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
 				}
 			}
 			var reason string
@@ -173,7 +171,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		})
 	}
 	_ = writers.Wait()
-	if len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced {
+	if hash != "" && len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced {
 		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, clusters: clusters})
 	}
 	return out, gone, nil
@@ -220,6 +218,7 @@ var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "Manif
 // reported as a WorkNotOwnedError.
 func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) (event string, err error) {
 	if have == nil {
+		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
 		err := r.Client.Create(ctx, want)
 		if err == nil {
 			return "ManifestWorkCreated", nil
@@ -253,6 +252,9 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 		have.Spec = want.Spec
 		for k, v := range want.Labels {
 			metav1.SetMetaDataLabel(&have.ObjectMeta, k, v)
+		}
+		if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+			metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
 		}
 		metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, want.Annotations[AnnotationSpecHash])
 		if err := r.Client.Update(ctx, have); err != nil {

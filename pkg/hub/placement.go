@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -107,3 +108,32 @@ var placementChanged = predicate.Or[client.Object](predicate.LabelChangedPredica
 			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
 	},
 })
+
+// decisionGroups are, for an AppConfig placed by an OCM Placement, the decision groups each of its
+// clusters is in, by name and by index (the labels of the PlacementDecisions holding it): what a
+// rollout's stages may take clusters by.
+func decisionGroups(ctx context.Context, c client.Reader, app *v1alpha2.ApplicationConfiguration) (map[string][]string, error) {
+	p := app.Spec.Placement
+	if p == nil || p.PlacementRef == nil {
+		return nil, nil
+	}
+	decisions := &clusterv1beta1.PlacementDecisionList{}
+	if err := c.List(ctx, decisions, client.InNamespace(app.Namespace),
+		client.MatchingLabels{clusterv1beta1.PlacementLabel: p.PlacementRef.Name}); err != nil {
+		return nil, fmt.Errorf("list PlacementDecisions of Placement %s: %w", p.PlacementRef.Name, err)
+	}
+	out := map[string][]string{}
+	for _, d := range decisions.Items {
+		var groups []string
+		if name := d.Labels[clusterv1beta1.DecisionGroupNameLabel]; name != "" {
+			groups = append(groups, name)
+		}
+		if index, err := strconv.Atoi(d.Labels[clusterv1beta1.DecisionGroupIndexLabel]); err == nil {
+			groups = append(groups, strconv.Itoa(index))
+		}
+		for _, dec := range d.Status.Decisions {
+			out[dec.ClusterName] = append(out[dec.ClusterName], groups...)
+		}
+	}
+	return out, nil
+}

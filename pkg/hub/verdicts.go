@@ -52,6 +52,8 @@ type workVerdict struct {
 	work               *workv1.ManifestWork
 	applied, available bool
 	healthy, fine      bool
+	// rollout is what a rollout reads of the work, whatever the objects rendered now.
+	rollout rolloutFacts
 }
 
 func newClusterVerdicts(owns func(types.NamespacedName) bool) *clusterVerdicts {
@@ -158,7 +160,9 @@ func (a *appVerdicts) judgeAll(current map[string]bool) {
 	a.applied, a.available, a.healthy = 0, 0, 0
 	clear(a.notFine)
 	for key, w := range a.works {
+		facts := w.rollout
 		w = judge(w.work, current)
+		w.rollout = facts
 		a.works[key] = w
 		a.tally(key, w, 1)
 	}
@@ -169,6 +173,7 @@ func (a *appVerdicts) put(mw *workv1.ManifestWork) {
 	key := client.ObjectKeyFromObject(mw)
 	a.forget(key)
 	w := judge(mw, a.current)
+	w.rollout = rolloutFactsOf(mw)
 	a.works[key] = w
 	a.tally(key, w, 1)
 }
@@ -216,6 +221,21 @@ func (a *appVerdicts) firstNotFine(limit int, gone map[types.NamespacedName]bool
 	out := make([]*workv1.ManifestWork, 0, len(first))
 	for _, key := range first {
 		out = append(out, a.works[key].work)
+	}
+	return out
+}
+
+// rolloutFacts are the rollout facts of every work of the AppConfig, by cluster.
+func (v *clusterVerdicts) rolloutFacts(app types.NamespacedName) map[string]rolloutFacts {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	a := v.apps[app]
+	if a == nil {
+		return nil
+	}
+	out := make(map[string]rolloutFacts, len(a.works))
+	for key, w := range a.works {
+		out[key.Namespace] = w.rollout
 	}
 	return out
 }

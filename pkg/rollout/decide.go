@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,9 @@ import (
 type Cluster struct {
 	Name   string
 	Labels map[string]string
+	// Groups are the names and indexes of the OCM decision groups the cluster is in, when the
+	// application is placed by a Placement.
+	Groups []string
 	// Reachable: its ManagedCluster is Available.
 	Reachable bool
 	// Revision is the revision the cluster's work carries on the hub; "" when it has no work.
@@ -31,6 +35,8 @@ type Cluster struct {
 	Reported bool
 	// Health is the work's aggregate health, when Reported.
 	Health v1alpha2.Health
+	// Why says, when Health is not Healthy, which manifest is not and what the agent reports of it.
+	Why string
 	// HealthySince is when Health last became Healthy (its conditions' transition time).
 	HealthySince time.Time
 }
@@ -291,7 +297,7 @@ func judge(c Cluster, rev string, s stage, policy v1alpha2.UnreachablePolicy, no
 		return pending, Failure{}, 0
 	}
 	if c.Reported && c.Health == v1alpha2.Degraded {
-		return failed, Failure{Reason: ReasonDegraded, Message: "the agent reports a manifest Degraded"}, 0
+		return failed, Failure{Reason: ReasonDegraded, Message: cmp.Or(c.Why, "the agent reports a manifest Degraded")}, 0
 	}
 	if c.Reported && c.Health == v1alpha2.Healthy {
 		since := c.HealthySince
@@ -312,6 +318,9 @@ func judge(c Cluster, rev string, s stage, policy v1alpha2.UnreachablePolicy, no
 			state := "has not reported on the revision"
 			if c.Reported {
 				state = "is " + string(c.Health)
+				if c.Why != "" {
+					state += ": " + c.Why
+				}
 			}
 			return failed, Failure{Reason: ReasonDeadlineExceeded,
 				Message: fmt.Sprintf("not Healthy within the progressDeadline %s of receiving the revision: it %s", s.deadline, state)}, 0
@@ -326,9 +335,11 @@ func judge(c Cluster, rev string, s stage, policy v1alpha2.UnreachablePolicy, no
 func buildStages(spec v1alpha2.Rollout, clusters []Cluster) ([]stage, error) {
 	remaining := make([]string, 0, len(clusters))
 	labelsOf := make(map[string]labels.Set, len(clusters))
+	groupsOf := make(map[string][]string, len(clusters))
 	for _, c := range clusters {
 		remaining = append(remaining, c.Name)
 		labelsOf[c.Name] = c.Labels
+		groupsOf[c.Name] = c.Groups
 	}
 	total := len(clusters)
 	seen := map[string]bool{}
@@ -340,7 +351,7 @@ func buildStages(spec v1alpha2.Rollout, clusters []Cluster) ([]stage, error) {
 		}
 		seen[st.Name] = true
 		candidates := remaining
-		if len(st.Clusters) > 0 || st.ClusterSelector != nil {
+		if len(st.Clusters) > 0 || st.ClusterSelector != nil || len(st.DecisionGroups) > 0 {
 			sel := labels.Nothing()
 			if st.ClusterSelector != nil {
 				var err error
@@ -350,7 +361,8 @@ func buildStages(spec v1alpha2.Rollout, clusters []Cluster) ([]stage, error) {
 			}
 			candidates = nil
 			for _, name := range remaining {
-				if slices.Contains(st.Clusters, name) || sel.Matches(labelsOf[name]) {
+				inGroup := slices.ContainsFunc(groupsOf[name], func(g string) bool { return slices.Contains(st.DecisionGroups, g) })
+				if slices.Contains(st.Clusters, name) || sel.Matches(labelsOf[name]) || inGroup {
 					candidates = append(candidates, name)
 				}
 			}
@@ -360,13 +372,17 @@ func buildStages(spec v1alpha2.Rollout, clusters []Cluster) ([]stage, error) {
 			return nil, err
 		}
 		members := candidates[:min(n, len(candidates))]
+		taken := make(map[string]bool, len(members))
+		for _, name := range members {
+			taken[name] = true
+		}
 		s, err := configure(spec.RolloutConfig, st.RolloutConfig, st.Name, members, where)
 		if err != nil {
 			return nil, err
 		}
 		s.approval = st.RequireApproval
 		out = append(out, s)
-		remaining = slices.DeleteFunc(slices.Clone(remaining), func(name string) bool { return slices.Contains(members, name) })
+		remaining = slices.DeleteFunc(slices.Clone(remaining), func(name string) bool { return taken[name] })
 	}
 	if len(remaining) > 0 || len(out) == 0 {
 		s, err := configure(spec.RolloutConfig, v1alpha2.RolloutConfig{}, RemainingStage, remaining, "the remaining clusters")

@@ -279,3 +279,36 @@ func unreachable(cs []Cluster, name string) []Cluster {
 	}
 	return out
 }
+
+// A stage may take an OCM Placement's decision groups, by name or by index; size then counts within them.
+func TestDecideTakesDecisionGroups(t *testing.T) {
+	cs := fleet(6, "r1")
+	groups := map[string][]string{"c1": {"canary", "0"}, "c2": {"canary", "0"}, "c3": {"prod", "1"}, "c4": {"prod", "1"}, "c5": {"prod", "1"}}
+	for i := range cs {
+		cs[i].Groups = groups[cs[i].Name]
+	}
+	spec := v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{
+		{Name: "first", DecisionGroups: []string{"canary"}},
+		{Name: "second", DecisionGroups: []string{"1"}, Size: count(2)},
+	}}
+	d, err := Decide(Input{Spec: spec, Revision: "r2", Stable: "r1", Clusters: cs, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []string
+	for _, st := range d.Stages {
+		members = append(members, st.Name+"="+strings.Repeat("x", st.Clusters))
+	}
+	if got, want := strings.Join(members, " "), "first=xx second=xx remaining=xx"; got != want {
+		t.Errorf("stages %s, want %s (c1, c2 by the group's name; two of c3-c5 by its index; c5 and c6 left)", got, want)
+	}
+	moved := []string{}
+	for _, c := range cs {
+		if d.Revisions[c.Name] == "r2" {
+			moved = append(moved, c.Name)
+		}
+	}
+	if strings.Join(moved, ",") != "c1,c2" {
+		t.Errorf("moved %v, want the canary group c1,c2 first", moved)
+	}
+}

@@ -125,6 +125,29 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx 
 	}
 }
 
+// consistently checks cond every 250ms for d and fails the test at the first error, which says what
+// stopped holding; a context ending early fails it too, as it cannot say the condition held.
+func consistently(t *testing.T, what string, d time.Duration, cond func(ctx context.Context) error) {
+	t.Helper()
+	ctx := t.Context()
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := cond(ctx); err != nil {
+			t.Fatalf("%s: after %s: %v", what, (d - time.Until(deadline)).Round(time.Millisecond), err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 var (
 	deploymentGVK = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	appConfigGVK  = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: "ApplicationConfiguration"}

@@ -101,7 +101,11 @@ func builtIn(obj *unstructured.Unstructured) []metav1.Condition {
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonTerminating
 		degraded.Status, degraded.Reason = metav1.ConditionFalse, ReasonTerminating
 	case status.FailedStatus:
-		progressing.Status, progressing.Reason = metav1.ConditionFalse, ReasonFailed
+		// Not done, and failed: Progressing stays True beside Degraded. OCM's hub reads the two so
+		// (its ManifestWorkReplicaSet rollout counts a cluster failed when its work is Progressing and
+		// Degraded, and succeeded as soon as Progressing is False), and a failed Deployment counted as
+		// succeeded would be rolled on to the next clusters.
+		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonFailed
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, ReasonFailed
 	case status.CurrentStatus:
 		progressing.Status, progressing.Reason = metav1.ConditionFalse, ReasonCurrent

@@ -92,7 +92,8 @@ func sprintf(format string, args ...string) string {
 	return format
 }
 
-// A Deployment is Progressing until its replicas are ready, Degraded past its progress deadline, and
+// A Deployment is Progressing until its replicas are ready, Degraded past its progress deadline (and
+// Progressing still: not done, failed, as OCM's ManifestWorkReplicaSet rollout reads a failure), and
 // neither once it is current.
 func TestDeploymentHealthFollowsKstatus(t *testing.T) {
 	e := evaluator(t)
@@ -105,7 +106,7 @@ func TestDeploymentHealthFollowsKstatus(t *testing.T) {
 		workv1.ManifestDegraded:    {metav1.ConditionFalse, ReasonCurrent, ""},
 	})
 	check(t, e.Conditions(deploymentWith(t, "0", "False", "ProgressDeadlineExceeded"), nil, 7), map[string]want{
-		workv1.ManifestProgressing: {metav1.ConditionFalse, ReasonFailed, ""},
+		workv1.ManifestProgressing: {metav1.ConditionTrue, ReasonFailed, "Progress deadline exceeded"},
 		workv1.ManifestDegraded:    {metav1.ConditionTrue, ReasonFailed, "Progress deadline exceeded"},
 	})
 }
@@ -129,7 +130,7 @@ status:
 		workv1.ManifestComplete:    {metav1.ConditionTrue, workv1.ConditionRuleEvaluated, "Job is finished"},
 	})
 	check(t, e.Conditions(object(t, sprintf(job, "Failed")), nil, 7), map[string]want{
-		workv1.ManifestProgressing: {metav1.ConditionFalse, ReasonFailed, ""},
+		workv1.ManifestProgressing: {metav1.ConditionTrue, ReasonFailed, ""},
 		workv1.ManifestDegraded:    {metav1.ConditionTrue, ReasonFailed, ""},
 		workv1.ManifestComplete:    {metav1.ConditionTrue, workv1.ConditionRuleEvaluated, "Job is finished"},
 	})

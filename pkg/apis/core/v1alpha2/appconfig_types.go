@@ -24,6 +24,12 @@ type ApplicationConfigurationSpec struct {
 	// Ferry's extension of the OAM API.
 	// +optional
 	Executor *Executor `json:"executor,omitempty"`
+
+	// Rollout brings a new revision of the application to its clusters in stages, each gated on the
+	// health the agents report, with pause, approval and automatic rollback. Without it a new revision
+	// reaches every cluster at once. Ferry's extension of the OAM API.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // Executor is the identity a work agent applies an application as: the shape of OCM's
@@ -173,6 +179,10 @@ type ApplicationConfigurationStatus struct {
 	// Summary counts the clusters; `kubectl get` prints it.
 	// +optional
 	Summary *Summary `json:"summary,omitempty"`
+
+	// Rollout is where the rollout of spec.rollout stands; absent without spec.rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 const (

@@ -12,14 +12,16 @@ import (
 // github.com/ferry-mc/ferry/pkg/rollout decides, from these and the clusters' reports, which revision
 // each cluster's work carries.
 //
-// These types are not yet a field of ApplicationConfigurationSpec: the hub will serve spec.rollout
-// once it honours every field of it, so that no AppConfig asks for a brake the hub does not apply.
+// A revision of the application is what the hub renders for it (every ManifestWork's spec: component
+// revisions, parameter values, traits, strategies, executor), recorded as a ControllerRevision of the
+// AppConfig named <appconfig>-<hash>, so that the stable revision can be delivered again exactly.
 
 // Rollout says how a new revision reaches the application's clusters.
 type Rollout struct {
 	// Stages in order. Each takes clusters no earlier stage took; the clusters no stage takes form a
 	// last stage of their own. No stages: one stage of every cluster.
 	// +optional
+	// +kubebuilder:validation:MaxItems=32
 	Stages []RolloutStage `json:"stages,omitempty"`
 
 	// RolloutConfig holds the defaults of every stage.
@@ -82,7 +84,13 @@ type RolloutStage struct {
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 
-	// Size takes, of the clusters named or selected (or, with neither, of the clusters no earlier
+	// DecisionGroups takes, when the application is placed by an OCM Placement (placement.placementRef),
+	// the clusters of these decision groups of it, each named by its name or its index (the labels
+	// cluster.open-cluster-management.io/decision-group-name and -index of its PlacementDecisions).
+	// +optional
+	DecisionGroups []string `json:"decisionGroups,omitempty"`
+
+	// Size takes, of the clusters named, selected or in the groups (or, with none of them, of the clusters no earlier
 	// stage took), the first ones by name: a count, or a percentage of all the rollout's clusters
 	// (rounded up). Default: all of them.
 	// +optional
@@ -132,3 +140,82 @@ const (
 	// RolloutComplete: every cluster succeeded at the revision, which is now the stable one.
 	RolloutComplete RolloutPhase = "Complete"
 )
+
+// Annotations on an ApplicationConfiguration that `kubectl ferry rollout` writes and the hub reads.
+const (
+	// AnnotationRolloutApprovals approves stages of one revision: "<revision>=<stage>[,<stage>...]".
+	// An approval of another revision than the one rolling out approves nothing.
+	AnnotationRolloutApprovals = "ferry.io/rollout-approvals"
+	// AnnotationRolloutResume, set to the revision rolling out, lifts a halt of that revision once:
+	// the hub takes it away when it has.
+	AnnotationRolloutResume = "ferry.io/rollout-resume"
+	// AnnotationRolloutUndo, "<revision>@<generation>", rolls out one of the application's recorded
+	// revisions instead of what its spec renders, as long as metadata.generation is that generation:
+	// the next edit of the spec rolls out what the spec renders again.
+	AnnotationRolloutUndo = "ferry.io/rollout-undo"
+)
+
+// Conditions of an ApplicationConfiguration with spec.rollout.
+const (
+	// ConditionRolloutComplete is True once every cluster succeeded at the revision.
+	ConditionRolloutComplete = "RolloutComplete"
+	// ConditionRolloutHalted is True while a rollout is halted (more failures than maxFailures).
+	ConditionRolloutHalted = "RolloutHalted"
+)
+
+// RolloutStatus is where a rollout stands. It stays small at any fleet size: counts per stage and the
+// first failures.
+type RolloutStatus struct {
+	// Revision is the revision the application wants (the ControllerRevision holding it).
+	Revision string `json:"revision"`
+	// StableRevision is the last revision every cluster succeeded at; rollback returns to it. Empty
+	// before the first rollout completed.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
+	// Phase of the rollout of Revision.
+	Phase RolloutPhase `json:"phase"`
+	// Stage is the stage in progress, when one is.
+	// +optional
+	Stage string `json:"stage,omitempty"`
+	// Stages in order, with their counts.
+	// +optional
+	// +kubebuilder:validation:MaxItems=33
+	Stages []RolloutStageStatus `json:"stages,omitempty"`
+	// Failures are the first failed clusters, in stage order then by name, each with why.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Failures []RolloutFailure `json:"failures,omitempty"`
+	// OmittedFailures counts the failed clusters beyond those listed.
+	// +optional
+	OmittedFailures int32 `json:"omittedFailures,omitempty"`
+	// Message says what the rollout waits for, or why it cannot go on.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RolloutStageStatus counts one stage's clusters.
+type RolloutStageStatus struct {
+	Name string `json:"name"`
+	// Clusters in the stage; Updated of them carry the revision, Succeeded and Failed of those.
+	Clusters  int32 `json:"clusters"`
+	Updated   int32 `json:"updated"`
+	Succeeded int32 `json:"succeeded"`
+	Failed    int32 `json:"failed"`
+	// StartedAt is when its first cluster received the revision; CompletedAt when its last one
+	// succeeded or failed.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+}
+
+// RolloutFailure is a failed cluster.
+type RolloutFailure struct {
+	Cluster string `json:"cluster"`
+	Stage   string `json:"stage"`
+	// Reason is Degraded, ProgressDeadlineExceeded or ClusterUnreachable.
+	Reason string `json:"reason"`
+	// Message says which manifest and why, as the agent reported it.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -1,0 +1,184 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+// An application revision is what the hub renders for an AppConfig — the spec of every one of its
+// ManifestWorks, the same on each cluster — recorded as a ControllerRevision of the AppConfig, so that a
+// rollout can deliver an earlier one again exactly, without rendering it again from Components that
+// have changed since. It is identified by the hash of that spec (AnnotationSpecHash, which every work
+// carries) and named <appconfig>-<hash>.
+const (
+	// LabelAppRevisionHash, on an application revision, is the spec hash of the works it holds.
+	LabelAppRevisionHash = "ferry.io/app-spec-hash"
+	// AppRevisionsKept is how many application revisions are kept besides the stable and the wanted one.
+	AppRevisionsKept = 10
+)
+
+// appRevision is what an application revision holds.
+type appRevision struct {
+	// Spec of the ManifestWork on every cluster.
+	Spec workv1.ManifestWorkSpec `json:"spec"`
+	// RevisionEnabled names, for each component with a revision-enabled trait, the component revision
+	// rendered: the workloads of its earlier revisions stay in the works beside it (KeepEarlierRevisions).
+	RevisionEnabled map[string]string `json:"revisionEnabled,omitempty"`
+}
+
+// revisionBase is one revision of the application as deliver writes it.
+type revisionBase struct {
+	// Name of the application revision (the ControllerRevision).
+	Name string
+	// Work is the ManifestWork of every cluster, its AnnotationSpecHash set, with no namespace.
+	Work *workv1.ManifestWork
+	// Rendered are the components whose earlier revisions the works keep; only their names, revisions
+	// and RevisionEnabled are set for a revision read back.
+	Rendered []RenderedComponent
+}
+
+// hash is the revision's spec hash, which identifies it on the works.
+func (b *revisionBase) hash() string { return b.Work.Annotations[AnnotationSpecHash] }
+
+// AppRevisionName is the name of the application revision of app whose works' spec hash is hash.
+func AppRevisionName(app *v1alpha2.ApplicationConfiguration, hash string) string {
+	suffix := "-" + hash[:min(len(hash), 10)]
+	return app.Name[:min(len(app.Name), 253-len(suffix))] + suffix
+}
+
+// buildRevisionBase is the ManifestWork every cluster of app gets for rendered, with its spec hash.
+func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent, mode ApplyOnceOnly, mapper meta.RESTMapper) (*revisionBase, error) {
+	base, err := BuildManifestWork(app, "", rendered, mode, mapper)
+	if err != nil {
+		return nil, err
+	}
+	if err := setSpecHash(base); err != nil {
+		return nil, err
+	}
+	return &revisionBase{Name: AppRevisionName(app, base.Annotations[AnnotationSpecHash]), Work: base, Rendered: rendered}, nil
+}
+
+// buildAppRevision is revision number n of app, holding base.
+func buildAppRevision(app *v1alpha2.ApplicationConfiguration, base *revisionBase, n int64) (*appsv1.ControllerRevision, error) {
+	data := appRevision{Spec: base.Work.Spec}
+	for _, rc := range base.Rendered {
+		if rc.RevisionEnabled {
+			if data.RevisionEnabled == nil {
+				data.RevisionEnabled = map[string]string{}
+			}
+			data.RevisionEnabled[rc.ComponentName] = rc.RevisionName
+		}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("encode application revision %s: %w", base.Name, err)
+	}
+	yes := true
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: base.Name, Namespace: app.Namespace,
+			Labels: map[string]string{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name, LabelAppRevisionHash: base.hash()},
+			// Not a controller reference: the AppConfig does not reconcile its revisions as it would
+			// objects it controls; it only takes them with it when it is deleted.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha2.SchemeGroupVersion.String(), Kind: "ApplicationConfiguration",
+				Name: app.Name, UID: app.UID, BlockOwnerDeletion: &yes}},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: n,
+	}, nil
+}
+
+// appRevisions lists app's revisions, oldest first.
+func (r *AppConfigReconciler) appRevisions(ctx context.Context, app *v1alpha2.ApplicationConfiguration) ([]appsv1.ControllerRevision, error) {
+	list := &appsv1.ControllerRevisionList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(app.Namespace),
+		client.MatchingLabels{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name}); err != nil {
+		return nil, fmt.Errorf("list revisions of AppConfig %s: %w", app.Name, err)
+	}
+	return sortRevisions(list.Items), nil
+}
+
+// recordAppRevision makes sure base is recorded as a revision of app, numbered after the others when
+// it is new, and prunes the oldest beyond AppRevisionsKept, keeping those named in keep.
+func (r *AppConfigReconciler) recordAppRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration, base *revisionBase, keep ...string) error {
+	recorded := &appsv1.ControllerRevision{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: base.Name}, recorded); err == nil &&
+		recorded.Labels[LabelAppRevisionHash] == base.hash() {
+		return nil // the steady state: one read of the cache
+	}
+	revs, err := r.appRevisions(ctx, app)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(revs, func(rev appsv1.ControllerRevision) bool { return rev.Name == base.Name }) {
+		rev, err := buildAppRevision(app, base, nextRevision(revs))
+		if err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, rev); err != nil && !apierrors.IsAlreadyExists(err) {
+			// AlreadyExists: recorded since the cache was read.
+			return fmt.Errorf("record application revision %s: %w", rev.Name, err)
+		}
+		revs = append(revs, *rev)
+	}
+	keep = append(keep, base.Name)
+	var prunable []*appsv1.ControllerRevision
+	for i := range revs {
+		if !slices.Contains(keep, revs[i].Name) {
+			prunable = append(prunable, &revs[i])
+		}
+	}
+	for _, rev := range prunable[:max(0, len(prunable)-AppRevisionsKept)] {
+		if err := r.Client.Delete(ctx, rev, client.Preconditions{UID: &rev.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("prune application revision %s: %w", rev.Name, err)
+		}
+	}
+	return nil
+}
+
+// loadAppRevision reads the application revision name of app back, or nil when there is none.
+func (r *AppConfigReconciler) loadAppRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration, name string) (*revisionBase, error) {
+	rev := &appsv1.ControllerRevision{}
+	key := types.NamespacedName{Namespace: app.Namespace, Name: name}
+	err := r.Client.Get(ctx, key, rev)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, rev) // recorded moments ago, not in the cache yet
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read application revision %s: %w", name, err)
+	}
+	if rev.Labels[LabelAppConfigName] != app.Name || rev.Labels[LabelAppConfigNamespace] != app.Namespace {
+		return nil, fmt.Errorf("ControllerRevision %s/%s is not a revision of AppConfig %s", app.Namespace, name, app.Name)
+	}
+	data := appRevision{}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("decode application revision %s: %w", name, err)
+	}
+	base := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: ManifestWorkName(app),
+			Labels:      map[string]string{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name},
+			Annotations: map[string]string{AnnotationSpecHash: rev.Labels[LabelAppRevisionHash]}},
+		Spec: data.Spec,
+	}
+	out := &revisionBase{Name: name, Work: base}
+	for _, component := range sortedKeys(data.RevisionEnabled) {
+		out.Rendered = append(out.Rendered, RenderedComponent{ComponentName: component, RevisionName: data.RevisionEnabled[component], RevisionEnabled: true})
+	}
+	return out, nil
+}

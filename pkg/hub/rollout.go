@@ -1,0 +1,347 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/rollout"
+)
+
+// AnnotationRevisionSince, on a ManifestWork, is when the hub wrote the revision it carries (its
+// AnnotationSpecHash) into it: a rollout's progressDeadline counts from it.
+const AnnotationRevisionSince = "ferry.io/revision-since"
+
+// rolloutFacts are what a rollout reads of one cluster's work: taken with the work's verdict
+// (clusterVerdicts), as the work changes, not on every reconcile.
+type rolloutFacts struct {
+	revision  string // the spec hash it carries
+	updatedAt time.Time
+	// reported: the agent's report is about the work's current generation.
+	reported     bool
+	health       v1alpha2.Health
+	healthySince time.Time
+	why          string
+}
+
+// rolloutFactsOf reads mw's facts. A manifest the agent could not apply counts as Degraded: the
+// revision failed there as surely as if it had been applied and broke.
+func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
+	f := rolloutFacts{revision: mw.Annotations[AnnotationSpecHash], updatedAt: mw.CreationTimestamp.Time, health: v1alpha2.HealthUnknown}
+	if t, err := time.Parse(time.RFC3339, mw.Annotations[AnnotationRevisionSince]); err == nil {
+		f.updatedAt = t
+	}
+	applied := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkApplied)
+	if applied == nil || applied.ObservedGeneration != mw.Generation {
+		return f // no report on this generation yet: nothing of the earlier one counts
+	}
+	f.reported = true
+	// Healthy since the last change of any condition that makes the verdict: never later than when it
+	// turned Healthy, so that a soak is never cut short.
+	since := applied.LastTransitionTime.Time
+	var healthsBuf [8]v1alpha2.Health
+	healths := healthsBuf[:0]
+	var whyHealth v1alpha2.Health
+	for _, m := range mw.Status.ResourceStatus.Manifests {
+		h, cond := v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
+		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse &&
+			(c.ObservedGeneration == 0 || c.ObservedGeneration == mw.Generation) {
+			h, cond = v1alpha2.Degraded, c
+		}
+		for _, c := range m.Conditions {
+			if c.LastTransitionTime.After(since) {
+				since = c.LastTransitionTime.Time
+			}
+		}
+		healths = append(healths, h)
+		if h != v1alpha2.Healthy && (f.why == "" || (h == v1alpha2.Degraded && whyHealth != v1alpha2.Degraded)) {
+			rm := m.ResourceMeta
+			f.why, whyHealth = fmt.Sprintf("%s %s is %s", rm.Kind, qualifiedName(rm.Namespace, rm.Name), h), h
+			if cond != nil && cond.Message != "" {
+				f.why += ": " + cond.Message
+			}
+		}
+	}
+	f.health = v1alpha2.AggregateHealth(healths)
+	if f.health == v1alpha2.Healthy {
+		f.why, f.healthySince = "", since
+	}
+	return f
+}
+
+func qualifiedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// deliveryPlan is what deliver writes: the same revision on every cluster (uniform), or a revision
+// per cluster as a rollout decided.
+type deliveryPlan struct {
+	uniform *revisionBase
+	// bases are the revisions deliver may write, by hash; revisionOf the hash each cluster's work is to
+	// carry. A cluster whose revision is "" gets no work; one whose revision is not in bases keeps the
+	// work it has.
+	bases      map[string]*revisionBase
+	revisionOf map[string]string
+}
+
+// baseFor is the revision cluster's work is to carry, nil when deliver writes nothing for it.
+func (p deliveryPlan) baseFor(cluster string) *revisionBase {
+	if p.uniform != nil {
+		return p.uniform
+	}
+	return p.bases[p.revisionOf[cluster]]
+}
+
+// rolloutOutcome is what planning a rollout decided, for the status.
+type rolloutOutcome struct {
+	status  *v1alpha2.RolloutStatus
+	recheck time.Duration
+	// resumed: the AnnotationRolloutResume was taken, to be removed.
+	resumed bool
+}
+
+// planRollout decides, with package rollout, which revision each of clusters carries while target
+// rolls out under app's spec.rollout, from the API's state alone: the works (their revision, their
+// report), the ManagedClusters, the AppConfig's status and annotations. It writes nothing.
+func (r *AppConfigReconciler) planRollout(ctx context.Context, app *v1alpha2.ApplicationConfiguration, target *revisionBase,
+	clusters []string, now time.Time) (deliveryPlan, rolloutOutcome, error) {
+	facts := r.verdicts.rolloutFacts(client.ObjectKeyFromObject(app))
+	managed, err := r.clusters(ctx)
+	if err != nil {
+		return deliveryPlan{}, rolloutOutcome{}, err
+	}
+	byName := make(map[string]*clusterv1.ManagedCluster, len(managed))
+	for _, mc := range managed {
+		byName[mc.Name] = mc
+	}
+	var groups map[string][]string
+	if slices.ContainsFunc(app.Spec.Rollout.Stages, func(s v1alpha2.RolloutStage) bool { return len(s.DecisionGroups) > 0 }) {
+		if groups, err = decisionGroups(ctx, r.Client, app); err != nil {
+			return deliveryPlan{}, rolloutOutcome{}, err
+		}
+	}
+	in := rollout.Input{Spec: *app.Spec.Rollout, Revision: target.hash(), Now: now, Clusters: make([]rollout.Cluster, 0, len(clusters))}
+	for _, name := range clusters {
+		c := rollout.Cluster{Name: name, Groups: groups[name]}
+		if mc := byName[name]; mc != nil {
+			c.Labels = mc.Labels
+			c.Reachable = meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+		}
+		if f, ok := facts[name]; ok {
+			c.Revision, c.UpdatedAt, c.Reported, c.Health, c.HealthySince, c.Why = f.revision, f.updatedAt, f.reported, f.health, f.healthySince, f.why
+		}
+		in.Clusters = append(in.Clusters, c)
+	}
+
+	plan := deliveryPlan{bases: map[string]*revisionBase{target.hash(): target}}
+	prev := app.Status.Rollout
+	stableName := ""
+	switch {
+	case prev != nil:
+		stableName = prev.StableRevision
+	default:
+		// The first rollout of an application delivered before: what most of its clusters carry is
+		// where it stands.
+		if hash := mostCarried(facts); hash != "" {
+			stableName = AppRevisionName(app, hash)
+			in.Stable = hash
+		}
+	}
+	if stableName != "" {
+		stable, err := r.loadAppRevision(ctx, app, stableName)
+		if err != nil {
+			return deliveryPlan{}, rolloutOutcome{}, err
+		}
+		if stable != nil {
+			in.Stable = stable.hash()
+			plan.bases[stable.hash()] = stable
+		} else if in.Stable == "" {
+			// Deleted by hand: the clusters that carry it still say which it is.
+			for _, f := range facts {
+				if AppRevisionName(app, f.revision) == stableName {
+					in.Stable = f.revision
+				}
+			}
+		}
+	}
+	out := rolloutOutcome{}
+	if prev != nil && prev.Revision == target.Name {
+		switch prev.Phase {
+		case v1alpha2.RolloutHalted, v1alpha2.RolloutRollingBack, v1alpha2.RolloutRolledBack:
+			in.Halted = true
+			if app.Annotations[v1alpha2.AnnotationRolloutResume] == target.Name {
+				in.Halted, out.resumed = false, true
+			}
+		}
+	}
+	if rev, stages, ok := strings.Cut(app.Annotations[v1alpha2.AnnotationRolloutApprovals], "="); ok && rev == target.Name {
+		in.Approved = strings.Split(stages, ",")
+	}
+	d, err := rollout.Decide(in)
+	if err != nil {
+		return deliveryPlan{}, rolloutOutcome{}, &RenderError{Component: "spec.rollout", Reason: "InvalidRollout", Message: err.Error()}
+	}
+	plan.revisionOf = d.Revisions
+	if d.Phase == v1alpha2.RolloutComplete {
+		plan.uniform = target // every cluster carries it: deliver may skip its pass as without a rollout
+	}
+	out.status = rolloutStatus(app, target.Name, d, prev, now)
+	if in.Stable != "" && plan.bases[in.Stable] == nil {
+		out.status.Message = strings.TrimPrefix(out.status.Message+"; ", "; ") + fmt.Sprintf("the stable revision %s is no longer recorded: "+
+			"clusters that need it are left as they are", stableName)
+	}
+	out.recheck = d.RecheckAfter
+	return plan, out, nil
+}
+
+// mostCarried is the revision most works carry, "" when there are none.
+func mostCarried(facts map[string]rolloutFacts) string {
+	counts := map[string]int{}
+	best := ""
+	for _, f := range facts {
+		counts[f.revision]++
+		if c := counts[f.revision]; c > counts[best] || (c == counts[best] && f.revision < best) {
+			best = f.revision
+		}
+	}
+	return best
+}
+
+// rolloutStatus is the status of the decision d on app's revision rev, keeping the times of prev.
+func rolloutStatus(app *v1alpha2.ApplicationConfiguration, rev string, d rollout.Decision, prev *v1alpha2.RolloutStatus, now time.Time) *v1alpha2.RolloutStatus {
+	s := &v1alpha2.RolloutStatus{Revision: rev, Phase: d.Phase, Stage: d.Stage}
+	if d.Stable != "" {
+		s.StableRevision = AppRevisionName(app, d.Stable)
+	}
+	earlier := map[string]v1alpha2.RolloutStageStatus{}
+	if prev != nil && prev.Revision == rev {
+		for _, st := range prev.Stages {
+			earlier[st.Name] = st
+		}
+	}
+	stamp := metav1.NewTime(now.Truncate(time.Second))
+	for _, st := range d.Stages {
+		out := v1alpha2.RolloutStageStatus{Name: st.Name, Clusters: int32(st.Clusters), Updated: int32(st.Updated),
+			Succeeded: int32(st.Succeeded), Failed: int32(st.Failed)}
+		was := earlier[st.Name]
+		out.StartedAt, out.CompletedAt = was.StartedAt, was.CompletedAt
+		if out.StartedAt == nil && st.Updated > 0 {
+			out.StartedAt = &stamp
+		}
+		if done := st.Clusters > 0 && st.Succeeded+st.Failed == st.Clusters; !done {
+			out.CompletedAt = nil
+		} else if out.CompletedAt == nil {
+			out.CompletedAt = &stamp
+		}
+		s.Stages = append(s.Stages, out)
+	}
+	for i, f := range d.Failures {
+		if i == v1alpha2.MaxClustersListed {
+			s.OmittedFailures = int32(len(d.Failures) - i)
+			break
+		}
+		s.Failures = append(s.Failures, v1alpha2.RolloutFailure{Cluster: f.Cluster, Stage: f.Stage, Reason: f.Reason,
+			Message: cutMessage(f.Message, v1alpha2.MaxMessageLength, "…")})
+	}
+	s.Message = rolloutMessage(app, d)
+	return s
+}
+
+// rolloutMessage says what the rollout waits for, or what to do.
+func rolloutMessage(app *v1alpha2.ApplicationConfiguration, d rollout.Decision) string {
+	switch d.Phase {
+	case v1alpha2.RolloutProgressing:
+		for _, st := range d.Stages {
+			if st.Name == d.Stage {
+				return fmt.Sprintf("stage %s: %d of %d clusters updated, %d succeeded", st.Name, st.Updated, st.Clusters, st.Succeeded)
+			}
+		}
+	case v1alpha2.RolloutPaused:
+		return fmt.Sprintf("paused at stage %s by spec.rollout.paused: kubectl ferry rollout resume %s -n %s", d.Stage, app.Name, app.Namespace)
+	case v1alpha2.RolloutWaitingForApproval:
+		return fmt.Sprintf("stage %s requires approval: kubectl ferry rollout approve %s -n %s", d.Stage, app.Name, app.Namespace)
+	case v1alpha2.RolloutHalted:
+		return fmt.Sprintf("halted: %d clusters failed, more than maxFailures allows; the clusters keep what they have. "+
+			"Fix the application (a new revision rolls out afresh) or resume: kubectl ferry rollout resume %s -n %s", len(d.Failures), app.Name, app.Namespace)
+	case v1alpha2.RolloutRollingBack:
+		return fmt.Sprintf("halted: %d clusters failed, more than maxFailures allows; returning every cluster to the stable revision", len(d.Failures))
+	case v1alpha2.RolloutRolledBack:
+		return fmt.Sprintf("rolled back: %d clusters failed, more than maxFailures allows; every cluster is back on the stable revision", len(d.Failures))
+	case v1alpha2.RolloutComplete:
+		return "every cluster succeeded at the revision"
+	}
+	return ""
+}
+
+// setRolloutConditions sets the RolloutComplete and RolloutHalted conditions of status for its rollout,
+// and records an event when the phase changed from before.
+func (r *AppConfigReconciler) setRolloutConditions(app *v1alpha2.ApplicationConfiguration, status *v1alpha2.ApplicationConfigurationStatus, before *v1alpha2.RolloutStatus) {
+	ro := status.Rollout
+	if ro == nil {
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha2.ConditionRolloutComplete)
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha2.ConditionRolloutHalted)
+		return
+	}
+	complete := metav1.Condition{Type: v1alpha2.ConditionRolloutComplete, Status: metav1.ConditionFalse, Reason: string(ro.Phase),
+		Message: ro.Message, ObservedGeneration: app.Generation}
+	halted := metav1.Condition{Type: v1alpha2.ConditionRolloutHalted, Status: metav1.ConditionFalse, Reason: "NotHalted",
+		Message: "no more clusters failed than maxFailures allows", ObservedGeneration: app.Generation}
+	switch ro.Phase {
+	case v1alpha2.RolloutComplete:
+		complete.Status = metav1.ConditionTrue
+	case v1alpha2.RolloutHalted, v1alpha2.RolloutRollingBack, v1alpha2.RolloutRolledBack:
+		halted.Status, halted.Reason, halted.Message = metav1.ConditionTrue, string(ro.Phase), ro.Message
+	}
+	complete.Message, halted.Message = capConditionMessage(complete.Message), capConditionMessage(halted.Message)
+	meta.SetStatusCondition(&status.Conditions, complete)
+	meta.SetStatusCondition(&status.Conditions, halted)
+	if before != nil && before.Revision == ro.Revision && before.Phase == ro.Phase && before.Stage == ro.Stage {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if halted.Status == metav1.ConditionTrue {
+		typ = corev1.EventTypeWarning
+	}
+	note := fmt.Sprintf("revision %s: %s", ro.Revision, ro.Phase)
+	if ro.Stage != "" {
+		note += ", stage " + ro.Stage
+	}
+	if ro.Message != "" {
+		note += ": " + ro.Message
+	}
+	r.Recorder.Eventf(app, nil, typ, "Rollout"+string(ro.Phase), "Rollout", "%s", eventNote(note))
+}
+
+// undoneRevision is the recorded revision `kubectl ferry rollout undo` asked for (AnnotationRolloutUndo)
+// while the AppConfig's generation is the one it was asked at, nil otherwise; a *RenderError when it
+// names a revision that is not recorded.
+func (r *AppConfigReconciler) undoneRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (*revisionBase, error) {
+	name, gen, ok := strings.Cut(app.Annotations[v1alpha2.AnnotationRolloutUndo], "@")
+	if !ok || gen != strconv.FormatInt(app.Generation, 10) {
+		return nil, nil // none, or the spec was edited since: what it renders wins
+	}
+	base, err := r.loadAppRevision(ctx, app, name)
+	if err != nil {
+		return nil, err
+	}
+	if base == nil {
+		return nil, &RenderError{Component: "spec.rollout", Reason: "RevisionNotFound", Message: fmt.Sprintf(
+			"annotation %s names revision %s, which is not recorded: remove the annotation, or name a revision of kubectl get controllerrevisions -l %s=%s",
+			v1alpha2.AnnotationRolloutUndo, name, LabelAppConfigName, app.Name)}
+	}
+	return base, nil
+}

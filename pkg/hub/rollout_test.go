@@ -1,0 +1,148 @@
+package hub_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
+)
+
+// A rollout on real API servers, hub and two spokes with their agents: a canary stage of cluster1, then
+// the rest, which needs an approval. A revision reaches cluster2 only once cluster1 is healthy with it
+// and the stage is approved; an approval of one revision does not approve the next; a revision that
+// breaks the canary (Degraded) halts the rollout with cluster2 untouched, and onFailure Rollback then
+// returns cluster1 to the stable revision.
+func TestRolloutStagesARevisionAndHaltsOnADegradedCluster(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
+	app.Spec.Rollout = &v1alpha2.Rollout{
+		Stages: []v1alpha2.RolloutStage{
+			{Name: "canary", Clusters: []string{"cluster1"}},
+			{Name: "rest", RequireApproval: true},
+		},
+		RolloutConfig: v1alpha2.RolloutConfig{MinSuccessTime: &metav1.Duration{Duration: 2 * time.Second}},
+	}
+	f.createApp(app)
+
+	phase := func(p v1alpha2.RolloutPhase, stage string) func(*v1alpha2.ApplicationConfiguration) bool {
+		return func(a *v1alpha2.ApplicationConfiguration) bool {
+			ro := a.Status.Rollout
+			return ro != nil && ro.Phase == p && ro.Stage == stage
+		}
+	}
+	noWorkOn := func(cluster string) {
+		t.Helper()
+		_, err := f.work(context.Background(), cluster, "web")
+		if !apierrors.IsNotFound(err) {
+			t.Fatalf("ManifestWork on %s: %v, want none before its stage", cluster, err)
+		}
+	}
+	carries := func(cluster, revision string) {
+		t.Helper()
+		mw, err := f.work(context.Background(), cluster, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]); got != revision {
+			t.Fatalf("the work on %s carries revision %s, want %s", cluster, got, revision)
+		}
+	}
+	approve := func(revision, stage string) {
+		f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+			metav1.SetMetaDataAnnotation(&a.ObjectMeta, v1alpha2.AnnotationRolloutApprovals, revision+"="+stage)
+		})
+	}
+
+	// The first revision: the canary gets it and soaks; the rest waits for its approval with no work.
+	first := f.waitApp("web", "first revision waiting for approval of stage rest", phase(v1alpha2.RolloutWaitingForApproval, "rest"))
+	rev1 := first.Status.Rollout.Revision
+	if st := first.Status.Rollout.Stages; len(st) != 2 || st[0].Succeeded != 1 || st[1].Updated != 0 || st[0].StartedAt == nil || st[0].CompletedAt == nil {
+		t.Fatalf("stages while waiting: %+v, want canary succeeded (with its times) and rest not started", st)
+	}
+	f.waitImage("cluster1", "web", "nginx:1")
+	noWorkOn("cluster2")
+	approve(rev1, "rest")
+	done := f.waitApp("web", "first revision complete", phase(v1alpha2.RolloutComplete, ""))
+	if done.Status.Rollout.StableRevision != rev1 || !meta.IsStatusConditionTrue(done.Status.Conditions, v1alpha2.ConditionRolloutComplete) {
+		t.Fatalf("complete: stable %q, conditions %+v; want stable %s and RolloutComplete True", done.Status.Rollout.StableRevision, done.Status.Conditions, rev1)
+	}
+	f.waitImage("cluster2", "web", "nginx:1")
+
+	// A new image: the canary first; the approval given to the first revision does not carry over.
+	f.updateComponent("web", func(c *v1alpha2.Component) {
+		c.Spec.Workload = deploymentWorkload("web", "nginx:2")
+	})
+	second := f.waitApp("web", "second revision waiting for approval", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return phase(v1alpha2.RolloutWaitingForApproval, "rest")(a) && a.Status.Rollout.Revision != rev1
+	})
+	rev2 := second.Status.Rollout.Revision
+	if second.Status.Rollout.StableRevision != rev1 {
+		t.Fatalf("stable revision while rev2 rolls out: %q, want %s", second.Status.Rollout.StableRevision, rev1)
+	}
+	f.waitImage("cluster1", "web", "nginx:2")
+	carries("cluster2", rev1)
+	f.waitImage("cluster2", "web", "nginx:1")
+	approve(rev2, "rest")
+	f.waitApp("web", "second revision complete", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return phase(v1alpha2.RolloutComplete, "")(a) && a.Status.Rollout.StableRevision == rev2
+	})
+	f.waitImage("cluster2", "web", "nginx:2")
+
+	// A revision whose pods no node takes, with three seconds to make progress: Degraded on the canary,
+	// and the rollout halts there.
+	f.updateComponent("web", func(c *v1alpha2.Component) {
+		raw := string(deploymentWorkload("web", "nginx:3").Raw)
+		raw = strings.Replace(raw, `"spec":{"replicas":1,`, `"spec":{"replicas":1,"progressDeadlineSeconds":3,`, 1)
+		raw = strings.Replace(raw, `"spec":{"containers"`, `"spec":{"nodeSelector":{"ferry.io/test-no-such-node":"true"},"containers"`, 1)
+		c.Spec.Workload.Raw = []byte(raw)
+	})
+	halted := f.waitApp("web", "third revision halted on the canary", phase(v1alpha2.RolloutHalted, ""))
+	ro := halted.Status.Rollout
+	if ro.Revision == rev2 || ro.StableRevision != rev2 || len(ro.Failures) != 1 || ro.Failures[0].Cluster != "cluster1" ||
+		ro.Failures[0].Reason != "Degraded" || !strings.Contains(ro.Failures[0].Message, "Deployment") {
+		t.Fatalf("halted rollout: %+v, want cluster1 failed Degraded (naming the Deployment) and %s still stable", ro, rev2)
+	}
+	if c := meta.FindStatusCondition(halted.Status.Conditions, v1alpha2.ConditionRolloutHalted); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("RolloutHalted condition: %+v, want True", c)
+	}
+	carries("cluster2", rev2)
+	f.waitImage("cluster2", "web", "nginx:2")
+
+	// Rollback: the canary returns to the stable revision, exactly as it was delivered.
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Rollout.OnFailure = v1alpha2.RolloutFailureRollback
+	})
+	f.waitApp("web", "rolled back", phase(v1alpha2.RolloutRolledBack, ""))
+	carries("cluster1", rev2)
+	d := f.waitImage("cluster1", "web", "nginx:2")
+	if d.Spec.Template.Spec.NodeSelector != nil || d.Spec.ProgressDeadlineSeconds == nil || *d.Spec.ProgressDeadlineSeconds == 3 {
+		t.Fatalf("cluster1's Deployment after the rollback: nodeSelector %v, progressDeadlineSeconds %v; want rev2's", d.Spec.Template.Spec.NodeSelector, d.Spec.ProgressDeadlineSeconds)
+	}
+	carries("cluster2", rev2)
+	assertRevisionsRecorded(t, f, app, rev1, rev2)
+}
+
+// assertRevisionsRecorded checks that the application's revisions are ControllerRevisions of it.
+func assertRevisionsRecorded(t *testing.T, f *fixture, app *v1alpha2.ApplicationConfiguration, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		rev := &appsv1.ControllerRevision{}
+		if err := f.hub.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, rev); err != nil {
+			t.Fatalf("application revision %s: %v", name, err)
+		}
+		if rev.Labels[hub.LabelAppConfigName] != app.Name || rev.Revision == 0 {
+			t.Fatalf("application revision %s: labels %v, number %d", name, rev.Labels, rev.Revision)
+		}
+	}
+}
