@@ -70,17 +70,19 @@ bench: control-plane ## run the benchmarks: the apply engine, feedback, the roll
 	$(GO) test -run '^$$' -bench 'Hub100' -benchtime=1x ./pkg/hub/
 
 # The fleet benchmark: FLEET_CLUSTERS simulated clusters × FLEET_APPCONFIGS AppConfigs, agents' status
-# writes at FLEET_STATUS_RATE a second; more flags of hack/bench-fleet in FLEET_ARGS
+# writes at FLEET_STATUS_RATE a second, then (FLEET_ROLLOUT=true) a progressive rollout failed in its
+# second stage and rolled back; more flags of hack/bench-fleet in FLEET_ARGS
 # (e.g. FLEET_ARGS='--hub-arg=--workers=20 --lag-writes=500').
 FLEET_CLUSTERS    ?= 10000
 FLEET_APPCONFIGS  ?= 10
 FLEET_STATUS_RATE ?= 100
+FLEET_ROLLOUT     ?= true
 FLEET_ARGS        ?=
 
 .PHONY: bench-fleet
 bench-fleet: control-plane build ## ferry-hub against a simulated fleet (FLEET_CLUSTERS × FLEET_APPCONFIGS, status at FLEET_STATUS_RATE/s): a table, and JSON in .local/bench-fleet.json
 	$(GO) build -o bin/bench-fleet ./hack/bench-fleet
-	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) \
+	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_ROLLOUT) \
 	  --hub-binary bin/ferry-hub --json $(LOCAL_DIR)/bench-fleet.json --hub-log $(LOCAL_DIR)/bench-fleet-hub.log $(FLEET_ARGS)
 
 .PHONY: local-up
@@ -99,7 +101,7 @@ DEMO_WAIT_HEALTHY ?= 1
 KUBECTL_FERRY     := bin/kubectl-ferry --kubeconfig $(LOCAL_DIR)/hub.kubeconfig
 
 .PHONY: demo
-demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM application delivered to both spokes, their status
+demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM application delivered to both spokes, their status, a rollout over them
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
 	  echo "# hub: kubectl -n $$c apply -f examples/hello-work.yaml"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n $$c apply -f examples/hello-work.yaml || exit 1; \
@@ -132,6 +134,19 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	  echo; echo "# $$c: kubectl -n default get deployments -L app.oam.dev/name,app.oam.dev/revision"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n default get deployments -L app.oam.dev/name,app.oam.dev/revision || exit 1; \
 	done
+	@# The rollout act: a change reaches cluster1 (the canary stage), and cluster2 only once cluster1 has
+	@# been healthy with it for 10s. It is gated on health, so it needs pods that run (DEMO_WAIT_HEALTHY=1).
+	@if [ "$(DEMO_WAIT_HEALTHY)" = 1 ]; then \
+	  echo; echo "# hub: kubectl apply -f examples/rollout-app.yaml   (an application rolled out stage by stage: cluster1, then cluster2)"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig apply -f examples/rollout-app.yaml || exit 1; \
+	  $(KUBECTL_FERRY) rollout status rollout-app -n default --watch --timeout 3m >/dev/null || exit 1; \
+	  echo; echo "# hub: a new image for rollout-app (kubectl patch appconfig rollout-app ...), then kubectl ferry rollout status rollout-app -n default --watch"; \
+	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default patch appconfig rollout-app --type json \
+	    -p '[{"op":"replace","path":"/spec/components/0/parameterValues/0/value","value":"nginx:1.27.2"}]' >/dev/null || exit 1; \
+	  $(KUBECTL_FERRY) rollout status rollout-app -n default --watch --timeout 3m || exit 1; \
+	  echo; echo "# hub: kubectl ferry rollout history rollout-app -n default"; \
+	  $(KUBECTL_FERRY) rollout history rollout-app -n default || exit 1; \
+	fi
 
 .PHONY: clean
 clean: local-down ## stop the local clusters and remove bin/ (the control plane rebuilds on the next make test)
