@@ -191,6 +191,15 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.checked.forget(req.NamespacedName)
 		return r.finalize(ctx, app)
 	}
+	if app.Spec.Rollout != nil {
+		// A rollout decides from its own record (the stable revision, a halt) in the status: read as
+		// the API server has it, not as a cache that may not have seen the last write of it yet.
+		fresh := &v1alpha2.ApplicationConfiguration{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, fresh); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		app = fresh
+	}
 	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
 		if err := r.Client.Update(ctx, app); err != nil {
 			if apierrors.IsConflict(err) {
@@ -270,6 +279,14 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
 			}
 			return ctrl.Result{}, err
+		}
+		if rolloutMoved(app.Status.Rollout, ro.status) {
+			// The decision is recorded before the works follow it: should the hub stop in between, the
+			// next one decides from it (a halt stays a halt, the stable revision stays known) and
+			// writes the works it did not.
+			if err := r.recordRollout(ctx, app, ro.status); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	delivered, gone, err := r.deliver(ctx, app, plan, clusters, seen)

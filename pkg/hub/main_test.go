@@ -292,7 +292,9 @@ type fixture struct {
 	t          testing.TB
 	ns         string
 	hubRunning bool
-	hubWrites  *atomic.Int64 // requests of the hub controllers other than reads
+	// stopHub stops the hub controllers startHub started, as a hub process that exits.
+	stopHub   func()
+	hubWrites *atomic.Int64 // requests of the hub controllers other than reads
 }
 
 // countWrites counts every request sent through cfg that is not a read.
@@ -360,12 +362,23 @@ func (f *fixture) startHub(o hub.Options) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	f.hubRunning = true
-	f.t.Cleanup(func() {
+	if f.stopHub == nil {
+		// One cleanup, registered before any AppConfig's, stops whichever hub runs last: an AppConfig
+		// is deleted while the hub that lets it go still runs.
+		f.t.Cleanup(func() { f.stopHub() })
+	}
+	stopped := false
+	f.stopHub = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
 			f.t.Errorf("hub manager: %v", err)
 		}
-	})
+		f.hubRunning = false
+	}
 }
 
 // hubOptions are the hub's defaults with an --apply-once-only mode.

@@ -257,12 +257,20 @@ func rolloutStatus(app *v1alpha2.ApplicationConfiguration, rev string, d rollout
 		s.Failures = append(s.Failures, v1alpha2.RolloutFailure{Cluster: f.Cluster, Stage: f.Stage, Reason: f.Reason,
 			Message: cutMessage(f.Message, v1alpha2.MaxMessageLength, "…")})
 	}
-	s.Message = rolloutMessage(app, d)
+	if prev != nil && prev.Revision == rev && len(s.Failures) == 0 && s.OmittedFailures == 0 {
+		switch d.Phase {
+		case v1alpha2.RolloutHalted, v1alpha2.RolloutRollingBack, v1alpha2.RolloutRolledBack:
+			// Clusters rolled back no longer carry the revision, so they no longer fail at it: the
+			// failures that halted it stay on record, to say why.
+			s.Failures, s.OmittedFailures = prev.Failures, prev.OmittedFailures
+		}
+	}
+	s.Message = rolloutMessage(app, d, len(s.Failures)+int(s.OmittedFailures))
 	return s
 }
 
-// rolloutMessage says what the rollout waits for, or what to do.
-func rolloutMessage(app *v1alpha2.ApplicationConfiguration, d rollout.Decision) string {
+// rolloutMessage says what the rollout waits for, or what to do; failed counts the failed clusters.
+func rolloutMessage(app *v1alpha2.ApplicationConfiguration, d rollout.Decision, failed int) string {
 	switch d.Phase {
 	case v1alpha2.RolloutProgressing:
 		for _, st := range d.Stages {
@@ -276,11 +284,11 @@ func rolloutMessage(app *v1alpha2.ApplicationConfiguration, d rollout.Decision) 
 		return fmt.Sprintf("stage %s requires approval: kubectl ferry rollout approve %s -n %s", d.Stage, app.Name, app.Namespace)
 	case v1alpha2.RolloutHalted:
 		return fmt.Sprintf("halted: %d clusters failed, more than maxFailures allows; the clusters keep what they have. "+
-			"Fix the application (a new revision rolls out afresh) or resume: kubectl ferry rollout resume %s -n %s", len(d.Failures), app.Name, app.Namespace)
+			"Fix the application (a new revision rolls out afresh) or resume: kubectl ferry rollout resume %s -n %s", failed, app.Name, app.Namespace)
 	case v1alpha2.RolloutRollingBack:
-		return fmt.Sprintf("halted: %d clusters failed, more than maxFailures allows; returning every cluster to the stable revision", len(d.Failures))
+		return fmt.Sprintf("halted: %d clusters failed, more than maxFailures allows; returning every cluster to the stable revision", failed)
 	case v1alpha2.RolloutRolledBack:
-		return fmt.Sprintf("rolled back: %d clusters failed, more than maxFailures allows; every cluster is back on the stable revision", len(d.Failures))
+		return fmt.Sprintf("rolled back: %d clusters failed, more than maxFailures allows; every cluster is back on the stable revision", failed)
 	case v1alpha2.RolloutComplete:
 		return "every cluster succeeded at the revision"
 	}
@@ -344,4 +352,27 @@ func (r *AppConfigReconciler) undoneRevision(ctx context.Context, app *v1alpha2.
 			v1alpha2.AnnotationRolloutUndo, name, LabelAppConfigName, app.Name)}
 	}
 	return base, nil
+}
+
+// rolloutMoved reports whether a rollout's status after a decision differs from before in what later
+// decisions read: its revision, its stable revision, its phase or its stage.
+func rolloutMoved(before, after *v1alpha2.RolloutStatus) bool {
+	if after == nil {
+		return false
+	}
+	return before == nil || before.Revision != after.Revision || before.StableRevision != after.StableRevision ||
+		before.Phase != after.Phase || before.Stage != after.Stage
+}
+
+// recordRollout writes the rollout's status ro, and its conditions, into app's status.
+func (r *AppConfigReconciler) recordRollout(ctx context.Context, app *v1alpha2.ApplicationConfiguration, ro *v1alpha2.RolloutStatus) error {
+	status := app.Status.DeepCopy()
+	status.Rollout = ro
+	r.setRolloutConditions(app, status, app.Status.Rollout)
+	patch := client.MergeFrom(app.DeepCopy())
+	app.Status = *status
+	if err := r.Client.Status().Patch(ctx, app, patch); err != nil {
+		return fmt.Errorf("record the rollout's decision: %w", err)
+	}
+	return nil
 }

@@ -123,7 +123,10 @@ func TestRolloutStagesARevisionAndHaltsOnADegradedCluster(t *testing.T) {
 	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
 		a.Spec.Rollout.OnFailure = v1alpha2.RolloutFailureRollback
 	})
-	f.waitApp("web", "rolled back", phase(v1alpha2.RolloutRolledBack, ""))
+	back := f.waitApp("web", "rolled back", phase(v1alpha2.RolloutRolledBack, ""))
+	if f := back.Status.Rollout.Failures; len(f) != 1 || f[0].Cluster != "cluster1" || f[0].Reason != "Degraded" {
+		t.Fatalf("failures once rolled back: %+v, want still cluster1 Degraded, the reason of the halt", f)
+	}
 	carries("cluster1", rev2)
 	d := f.waitImage("cluster1", "web", "nginx:2")
 	if d.Spec.Template.Spec.NodeSelector != nil || d.Spec.ProgressDeadlineSeconds == nil || *d.Spec.ProgressDeadlineSeconds == 3 {
@@ -145,4 +148,61 @@ func assertRevisionsRecorded(t *testing.T, f *fixture, app *v1alpha2.Application
 			t.Fatalf("application revision %s: labels %v, number %d", name, rev.Labels, rev.Revision)
 		}
 	}
+}
+
+// A hub that stops mid-rollout and starts again carries on from the API's state alone: the canary keeps
+// the new revision, the clusters of the next stage keep the stable one until it is approved, and the
+// approval given while no hub ran completes it.
+func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
+	app.Spec.Rollout = &v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{
+		{Name: "canary", Clusters: []string{"cluster1"}},
+		{Name: "rest", RequireApproval: true},
+	}}
+	f.createApp(app)
+	waiting := func(a *v1alpha2.ApplicationConfiguration) bool {
+		return a.Status.Rollout != nil && a.Status.Rollout.Phase == v1alpha2.RolloutWaitingForApproval
+	}
+	rev1 := f.waitApp("web", "first revision at the approval", waiting).Status.Rollout.Revision
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		metav1.SetMetaDataAnnotation(&a.ObjectMeta, v1alpha2.AnnotationRolloutApprovals, rev1+"=rest")
+	})
+	f.waitApp("web", "first revision complete", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return a.Status.Rollout != nil && a.Status.Rollout.Phase == v1alpha2.RolloutComplete
+	})
+	f.updateComponent("web", func(c *v1alpha2.Component) { c.Spec.Workload = deploymentWorkload("web", "nginx:2") })
+	rev2 := f.waitApp("web", "second revision at the approval", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return waiting(a) && a.Status.Rollout.Revision != rev1
+	}).Status.Rollout.Revision
+	f.waitImage("cluster1", "web", "nginx:2")
+
+	f.stopHub()
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	// A change of the AppConfig (not of its spec) brings it to the new hub at once; the rest still
+	// waits, with the stable revision, for as long as it is looked at.
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		metav1.SetMetaDataAnnotation(&a.ObjectMeta, "ferry.io/test-poke", "1")
+	})
+	f.consistently("after the restart the rest waits for its approval on the stable revision", 2*time.Second, func(ctx context.Context) (bool, error) {
+		a, err := f.app(ctx, "web")
+		if err != nil {
+			return false, err
+		}
+		mw, err := f.work(ctx, "cluster2", "web")
+		if err != nil {
+			return false, err
+		}
+		return waiting(a) && a.Status.Rollout.StableRevision == rev1 && hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]) == rev1, nil
+	})
+	f.waitImage("cluster2", "web", "nginx:1")
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		metav1.SetMetaDataAnnotation(&a.ObjectMeta, v1alpha2.AnnotationRolloutApprovals, rev2+"=rest")
+	})
+	f.waitApp("web", "second revision complete after the restart", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return a.Status.Rollout != nil && a.Status.Rollout.Phase == v1alpha2.RolloutComplete && a.Status.Rollout.StableRevision == rev2
+	})
+	f.waitImage("cluster2", "web", "nginx:2")
 }
