@@ -7,9 +7,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -204,5 +206,84 @@ func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
 	f.waitApp("web", "second revision complete after the restart", func(a *v1alpha2.ApplicationConfiguration) bool {
 		return a.Status.Rollout != nil && a.Status.Rollout.Phase == v1alpha2.RolloutComplete && a.Status.Rollout.StableRevision == rev2
 	})
+	f.waitImage("cluster2", "web", "nginx:2")
+}
+
+// A halt holds once the failed cluster recovers, until it is resumed: a canary past the rollout's own
+// progressDeadline fails it; when its pods find a node after all, the rollout stays halted and the next
+// stage untouched; `kubectl ferry rollout resume` (its annotation, taken away by the hub) lets it go on.
+func TestRolloutHaltHoldsUntilResumed(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
+	app.Spec.Rollout = &v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{{Name: "canary", Clusters: []string{"cluster1"},
+		RolloutConfig: v1alpha2.RolloutConfig{ProgressDeadline: &metav1.Duration{Duration: 2 * time.Second}}}}}
+	f.createApp(app)
+	phaseIs := func(p v1alpha2.RolloutPhase) func(*v1alpha2.ApplicationConfiguration) bool {
+		return func(a *v1alpha2.ApplicationConfiguration) bool {
+			return a.Status.Rollout != nil && a.Status.Rollout.Phase == p
+		}
+	}
+	rev1 := f.waitApp("web", "first revision complete", phaseIs(v1alpha2.RolloutComplete)).Status.Rollout.Revision
+
+	// Pods that only nodes labelled for this test take: none is, so the canary does not get healthy
+	// within its 2s and the rollout halts.
+	selector := "ferry.io/test-resume-" + f.ns
+	f.updateComponent("web", func(c *v1alpha2.Component) {
+		c.Spec.Workload.Raw = []byte(strings.Replace(string(deploymentWorkload("web", "nginx:2").Raw), `"spec":{"containers"`,
+			`"spec":{"nodeSelector":{"`+selector+`":"true"},"containers"`, 1))
+	})
+	halted := f.waitApp("web", "halted past the canary's progressDeadline", phaseIs(v1alpha2.RolloutHalted))
+	rev2 := halted.Status.Rollout.Revision
+	if fl := halted.Status.Rollout.Failures; rev2 == rev1 || len(fl) != 1 || fl[0].Cluster != "cluster1" || fl[0].Reason != "ProgressDeadlineExceeded" {
+		t.Fatalf("halted rollout: %+v, want cluster1 failed ProgressDeadlineExceeded", halted.Status.Rollout)
+	}
+
+	// The pods find nodes (on both clusters, for the revision to run on cluster2 once it gets it):
+	// cluster1 turns healthy, and the rollout stays halted.
+	for _, cluster := range clusters {
+		nodes := &corev1.NodeList{}
+		if err := f.spokes[cluster].List(t.Context(), nodes); err != nil || len(nodes.Items) == 0 {
+			t.Fatalf("nodes of %s: %d, %v", cluster, len(nodes.Items), err)
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			label := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+selector+`":"true"}}}`))
+			if err := f.spokes[cluster].Patch(t.Context(), n, label); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				unlabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+selector+`":null}}}`))
+				if err := f.spokes[cluster].Patch(context.Background(), n, unlabel); err != nil {
+					t.Errorf("remove label %s of node %s on %s: %v", selector, n.Name, cluster, err)
+				}
+			})
+		}
+	}
+	f.waitApp("web", "cluster1 healthy at the new revision", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return a.Status.Summary != nil && a.Status.Summary.Healthy == "2/2"
+	})
+	f.consistently("halted, cluster2 on the stable revision", 2*time.Second, func(ctx context.Context) (bool, error) {
+		a, err := f.app(ctx, "web")
+		if err != nil {
+			return false, err
+		}
+		mw, err := f.work(ctx, "cluster2", "web")
+		if err != nil {
+			return false, err
+		}
+		return phaseIs(v1alpha2.RolloutHalted)(a) && hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]) == rev1, nil
+	})
+
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		metav1.SetMetaDataAnnotation(&a.ObjectMeta, v1alpha2.AnnotationRolloutResume, rev2)
+	})
+	done := f.waitApp("web", "resumed and complete", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return phaseIs(v1alpha2.RolloutComplete)(a) && a.Status.Rollout.StableRevision == rev2
+	})
+	if _, ok := done.Annotations[v1alpha2.AnnotationRolloutResume]; ok {
+		t.Errorf("the resume annotation is still there once taken: a later halt of %s would be lifted by it", rev2)
+	}
 	f.waitImage("cluster2", "web", "nginx:2")
 }
