@@ -65,7 +65,7 @@ func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []Render
 	if err != nil {
 		return nil, err
 	}
-	if err := setSpecHash(base); err != nil {
+	if err := setSpecHash(base, app.Generation); err != nil {
 		return nil, err
 	}
 	return &revisionBase{Name: AppRevisionName(app, base.Annotations[AnnotationSpecHash]), Work: base, Rendered: rendered}, nil

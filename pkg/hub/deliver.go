@@ -1,12 +1,14 @@
 package hub
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -277,11 +279,20 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 // setSpecHash records the hash of mw's spec in its AnnotationSpecHash. It is the hash of the spec as
 // rendered: the workloads of earlier revisions a rollout keeps (KeepEarlierRevisions) change only when
 // the rendered spec does, so the same hash says that nothing is to be written.
-func setSpecHash(mw *workv1.ManifestWork) error {
+//
+// The hash leaves out the AppConfig's generation that every rendered object is stamped with
+// (AnnotationAppGen, rendered at generation): an edit of the AppConfig that changes nothing delivered
+// — its placement, its rollout, a pause — is no new revision of the application, and rewrites no work.
+// The stamp is delivered with the next revision that changes something.
+func setSpecHash(mw *workv1.ManifestWork, generation int64) error {
 	spec, err := json.Marshal(mw.Spec)
 	if err != nil {
 		return fmt.Errorf("encode ManifestWork %s/%s: %w", mw.Namespace, mw.Name, err)
 	}
+	// Every manifest is a JSON object encoded with sorted keys (BuildManifestWork): the stamp is this
+	// exact run of bytes.
+	stamp := fmt.Sprintf(`%q:%q`, AnnotationAppGen, strconv.FormatInt(generation, 10))
+	spec = bytes.ReplaceAll(spec, []byte(stamp), []byte(fmt.Sprintf(`%q:""`, AnnotationAppGen)))
 	metav1.SetMetaDataAnnotation(&mw.ObjectMeta, AnnotationSpecHash, specHash(spec))
 	return nil
 }

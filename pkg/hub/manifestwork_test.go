@@ -2,6 +2,7 @@ package hub
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,7 +14,16 @@ import (
 
 func renderedShop(t *testing.T, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []RenderedComponent) {
 	t.Helper()
+	return renderedShopAt(t, 0, entry)
+}
+
+// renderedShopAt is renderedShop with the AppConfig at generation (0: as renderInput has it).
+func renderedShopAt(t *testing.T, generation int64, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []RenderedComponent) {
+	t.Helper()
 	in := renderInput(entry)
+	if generation != 0 {
+		in.App.Generation = generation
+	}
 	out, err := Render(in)
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +198,7 @@ func TestManifestWorkCarriesTheAppConfigsExecutor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setSpecHash(mw); err != nil {
+		if err := setSpecHash(mw, app.Generation); err != nil {
 			t.Fatal(err)
 		}
 		if e := app.Spec.Executor; e != nil {
@@ -209,5 +219,37 @@ func TestManifestWorkCarriesTheAppConfigsExecutor(t *testing.T) {
 	app.Spec.Executor.Subject.ServiceAccount.Name = "other"
 	if other := hashOf(); none == deployer || deployer == other {
 		t.Errorf("spec hashes without executor, with deployer, with other: %s %s %s; want three", none, deployer, other)
+	}
+}
+
+// The spec hash, which names the application's revision, leaves out the AppConfig generation every
+// object is stamped with: a new generation that renders the same objects is the same revision; one
+// that renders something else is not.
+func TestSpecHashLeavesOutTheGenerationStamp(t *testing.T) {
+	entry := func(image string) v1alpha2.ApplicationConfigurationComponent {
+		return v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+			ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"` + image + `"`)}}}
+	}
+	hashAt := func(generation int64, image string) string {
+		t.Helper()
+		app, rendered := renderedShopAt(t, generation, entry(image))
+		mw, err := BuildManifestWork(app, "", rendered, ApplyOnceOff, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stamp := fmt.Sprintf(`%q:"%d"`, AnnotationAppGen, generation)
+		if !strings.Contains(string(mw.Spec.Workload.Manifests[0].Raw), stamp) {
+			t.Fatalf("the workload is not stamped %s: %s", stamp, mw.Spec.Workload.Manifests[0].Raw)
+		}
+		if err := setSpecHash(mw, generation); err != nil {
+			t.Fatal(err)
+		}
+		return mw.Annotations[AnnotationSpecHash]
+	}
+	if a, b := hashAt(3, "nginx:2"), hashAt(4, "nginx:2"); a != b {
+		t.Errorf("generations 3 and 4 rendering the same objects: hashes %s and %s, want the same", a, b)
+	}
+	if a, b := hashAt(3, "nginx:2"), hashAt(4, "nginx:3"); a == b {
+		t.Errorf("another image: the same hash %s", a)
 	}
 }

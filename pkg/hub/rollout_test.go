@@ -126,6 +126,9 @@ func TestRolloutStagesARevisionAndHaltsOnADegradedCluster(t *testing.T) {
 		a.Spec.Rollout.OnFailure = v1alpha2.RolloutFailureRollback
 	})
 	back := f.waitApp("web", "rolled back", phase(v1alpha2.RolloutRolledBack, ""))
+	if back.Status.Rollout.Revision != ro.Revision {
+		t.Fatalf("setting onFailure made revision %s of %s: an edit that changes nothing delivered is no new revision", back.Status.Rollout.Revision, ro.Revision)
+	}
 	if f := back.Status.Rollout.Failures; len(f) != 1 || f[0].Cluster != "cluster1" || f[0].Reason != "Degraded" {
 		t.Fatalf("failures once rolled back: %+v, want still cluster1 Degraded, the reason of the halt", f)
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -441,11 +440,12 @@ func scaled(v *intstr.IntOrString, total, def int, what string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("%s %q: want a count or a percentage such as 10%%", what, v.StrVal)
 	}
-	f, err := strconv.ParseFloat(pct, 64)
-	if err != nil || f < 0 || f > 100 || math.IsNaN(f) {
-		return 0, errors.Join(fmt.Errorf("%s %q: want a percentage from 0%% to 100%%", what, v.StrVal), err)
+	p, err := strconv.Atoi(pct)
+	if err != nil || p < 0 || p > 100 {
+		return 0, errors.Join(fmt.Errorf("%s %q: want a whole percentage from 0%% to 100%%", what, v.StrVal), err)
 	}
-	return int(math.Ceil(f / 100 * float64(total))), nil
+	// In integers: in floating point 7% of 100 is 7.000000000000001, and rounds up to 8.
+	return (p*total + 99) / 100, nil
 }
 
 // earliest is the smaller of two recheck delays, 0 meaning none.

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +311,26 @@ func TestDecideTakesDecisionGroups(t *testing.T) {
 	}
 	if strings.Join(moved, ",") != "c1,c2" {
 		t.Errorf("moved %v, want the canary group c1,c2 first", moved)
+	}
+}
+
+// A percentage is of a whole number of clusters, rounded up, exactly: no floating-point error makes
+// 7% of 100 clusters eight.
+func TestScaledIsExact(t *testing.T) {
+	for total := 0; total <= 2000; total++ {
+		for p := 0; p <= 100; p++ {
+			got, err := scaled(pct(strconv.Itoa(p)+"%"), total, 0, "size")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (p*total + 99) / 100; got != want || got*100 < p*total || (got > 0 && (got-1)*100 >= p*total) {
+				t.Fatalf("%d%% of %d = %d, want %d", p, total, got, want)
+			}
+		}
+	}
+	for _, bad := range []string{"7.5%", "101%", "-1%", "x%"} {
+		if _, err := scaled(pct(bad), 10, 0, "size"); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }
