@@ -4,7 +4,8 @@
 // writing ManifestWork status as ferry-agent does. It reports how long the N×M ManifestWorks take to
 // be written, how long the AppConfig summaries take to show status writes at a given rate, what a
 // Component change rewrites, how large an AppConfig grows, and ferry-hub's memory, processor time and
-// API writes — as a table and as JSON.
+// API writes — as a table and as JSON. With --rollout it then rolls a change out progressively, fails
+// it in the second stage and measures the halt and the rollback.
 package main
 
 import (
@@ -42,6 +43,7 @@ type options struct {
 	sampleInterval   time.Duration
 	keep             bool
 	pprofAddress     string
+	rollout          bool
 }
 
 func main() {
@@ -58,7 +60,9 @@ func newCommand() *cobra.Command {
 		Short: "Measure ferry-hub against a simulated fleet of managed clusters",
 		Long: `bench-fleet starts a local hub (no spokes), registers --clusters ManagedClusters, runs ferry-hub
 as deploy/hub ships it, places --appconfigs AppConfigs on every cluster, and writes every ManifestWork's
-status as ferry-agent would. It prints a table and writes the figures as JSON (--json).`,
+status as ferry-agent would. With --rollout it then sets spec.rollout on every AppConfig and rolls a
+change of every Component out in stages, failing it in the second. It prints a table and writes the
+figures as JSON (--json).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -93,6 +97,9 @@ status as ferry-agent would. It prints a table and writes the figures as JSON (-
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long to wait in every other phase")
 	f.DurationVar(&o.sampleInterval, "sample-interval", 500*time.Millisecond, "how often process memory and CPU time are sampled")
 	f.StringVar(&o.pprofAddress, "pprof-bind-address", "", "host:port to serve bench-fleet's own Go /debug/pprof profiles on, to see what the benchmark itself spends (ferry-hub's: --hub-arg=--pprof-bind-address=...)")
+	f.BoolVar(&o.rollout, "rollout", false, "then roll a change of every Component out progressively (stages of 1 % and 10 % of the clusters, the rest after; "+
+		"rollback on failure) with 3 clusters of the second stage reporting it Degraded, the agents answering at --initial-status-rate: "+
+		"clusters changed out of stage, time to halt, time to roll back, hub writes")
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
 	return cmd
 }
@@ -109,6 +116,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--lag-writes %d: want at least 1", o.lagWrites)
 	case o.hubShards < 1:
 		return fmt.Errorf("--hub-shards %d: want at least 1", o.hubShards)
+	case o.rollout && o.clusters < 2:
+		return fmt.Errorf("--rollout with --clusters %d: want at least 2, for a second stage to fail in", o.clusters)
 	}
 	o.lagWrites = min(o.lagWrites, o.clusters*o.appConfigs)
 	_, err := hubArgOverrides(o.hubArgs)

@@ -14,16 +14,19 @@ import (
 // Result is what the benchmark measured, as --json writes it. Times are seconds, sizes bytes. A run
 // that failed has Error set and the figures of the phases it got through.
 type Result struct {
-	Machine   Machine         `json:"machine"`
-	Config    Config          `json:"config"`
-	Register  *RegisterResult `json:"register,omitempty"`
-	Works     *WorksResult    `json:"works,omitempty"`
-	Initial   *InitialResult  `json:"initialStatus,omitempty"`
-	Degrade   *LagResult      `json:"degrade,omitempty"`
-	Heal      *LagResult      `json:"heal,omitempty"`
-	Change    *ChangeResult   `json:"componentChange,omitempty"`
-	Largest   *SizeResult     `json:"largestAppConfig,omitempty"`
-	Processes []ProcessResult `json:"processes,omitempty"`
+	Machine  Machine         `json:"machine"`
+	Config   Config          `json:"config"`
+	Register *RegisterResult `json:"register,omitempty"`
+	Works    *WorksResult    `json:"works,omitempty"`
+	Initial  *InitialResult  `json:"initialStatus,omitempty"`
+	Degrade  *LagResult      `json:"degrade,omitempty"`
+	Heal     *LagResult      `json:"heal,omitempty"`
+	Change   *ChangeResult   `json:"componentChange,omitempty"`
+	Largest  *SizeResult     `json:"largestAppConfig,omitempty"`
+	// RolloutSpec and Rollout are the rollout phases' (--rollout).
+	RolloutSpec *RolloutSpecResult `json:"rolloutSpec,omitempty"`
+	Rollout     *RolloutResult     `json:"rollout,omitempty"`
+	Processes   []ProcessResult    `json:"processes,omitempty"`
 	// HubRestarts are the times ferry-hub exited on its own and was started again.
 	HubRestarts []RestartResult `json:"hubRestarts,omitempty"`
 	// EtcdDataBytes is the size of etcd's data directory at the end (its database and WAL).
@@ -58,6 +61,7 @@ type Config struct {
 	LagWrites         int      `json:"lagWrites"`
 	HubArgs           []string `json:"hubArgs,omitempty"`
 	HubShards         int      `json:"hubShards"`
+	Rollout           bool     `json:"rollout,omitempty"`
 }
 
 type RegisterResult struct {
@@ -115,6 +119,76 @@ type ChangeResult struct {
 	HubWrites float64 `json:"hubWrites"`
 }
 
+// RolloutSpecResult: spec.rollout set on every AppConfig, whose works all carry the revision it would
+// roll out already.
+type RolloutSpecResult struct {
+	// Seconds is from the first update until every AppConfig showed its rollout Complete on that
+	// revision.
+	Seconds float64 `json:"seconds"`
+	// Rewritten counts the works whose generation changed, and Revised the AppConfigs whose works
+	// carry another revision after: 0 is right. (A revision the hub sees in it is rolled out, the
+	// agents reporting it healthy everywhere, until Complete.)
+	Rewritten int `json:"rewritten"`
+	Revised   int `json:"revised"`
+	// HubWrites is ferry-hub's API writes from the first update until it was idle again.
+	HubWrites float64 `json:"hubWrites"`
+}
+
+// RolloutResult: every Component's image changed under spec.rollout (stages of 1 % and 10 % of the
+// clusters, then the rest; minSuccessTime rolloutSoak; onFailure Rollback), with Degraded reported on
+// the new revision by clusters of the second stage; followed until every AppConfig was RolledBack and
+// ferry-hub idle.
+type RolloutResult struct {
+	// StageClusters counts each stage's clusters, by name order as the hub takes them.
+	StageClusters []int `json:"stageClusters"`
+	// Degraded are the clusters of the second stage that report the new revision Degraded, of every
+	// AppConfig.
+	Degraded []string `json:"degradedClusters"`
+	// Changed counts the works (a cluster of an AppConfig) that took the new revision; Expected those
+	// of the first two stages.
+	Changed  int `json:"changed"`
+	Expected int `json:"expected"`
+	// OutOfStage counts the works that took the new revision out of turn — before every earlier
+	// stage passed, or after the AppConfig showed the halt: 0 is right. Violations are the first,
+	// each with why.
+	OutOfStage int      `json:"outOfStage"`
+	Violations []string `json:"violations,omitempty"`
+	// HaltsLost counts the AppConfigs whose status, having shown the halt, went back to another
+	// phase of the same revision (Progressing): 0 is right.
+	HaltsLost int `json:"haltsLost"`
+	// Halted counts the AppConfigs that showed RolloutHalted (or a rollback) after a Degraded report;
+	// Halt*Seconds, over them, from the acknowledgement of the AppConfig's first Degraded report on
+	// the new revision until then.
+	Halted            int     `json:"halted"`
+	HaltMedianSeconds float64 `json:"haltMedianSeconds"`
+	HaltP99Seconds    float64 `json:"haltP99Seconds"`
+	HaltMaxSeconds    float64 `json:"haltMaxSeconds"`
+	// BatchReports are the reports on the new revision from the second stage's clusters, of every
+	// AppConfig; BatchSeconds from the first sent to the last acknowledged.
+	BatchReports int     `json:"secondStageReports"`
+	BatchSeconds float64 `json:"secondStageReportSeconds"`
+	// Rollback: from the first Degraded report's acknowledgement until every changed work of the
+	// AppConfig was back on the stable revision and its healthy report acknowledged, over the
+	// AppConfigs. (The hub writes the rollback before the status that shows the halt: counted from the
+	// halt, it would often be nothing.)
+	RollbackMedianSeconds float64 `json:"rollbackMedianSeconds"`
+	RollbackP99Seconds    float64 `json:"rollbackP99Seconds"`
+	RollbackMaxSeconds    float64 `json:"rollbackMaxSeconds"`
+	// RolledBack counts the AppConfigs that showed phase RolledBack; RolledBack*Seconds from the first
+	// Degraded report.
+	RolledBack              int     `json:"rolledBack"`
+	RolledBackMedianSeconds float64 `json:"rolledBackMedianSeconds"`
+	RolledBackMaxSeconds    float64 `json:"rolledBackMaxSeconds"`
+	// Rewrites counts the works' changes of revision, forward and back.
+	Rewrites int `json:"rewrites"`
+	// Seconds is from the Component changes until every AppConfig showed RolledBack.
+	Seconds float64 `json:"seconds"`
+	// HubWrites is ferry-hub's API writes from the Component changes until it was idle after the
+	// rollback; HubWritesPerCluster that over the clusters.
+	HubWrites           float64 `json:"hubWrites"`
+	HubWritesPerCluster float64 `json:"hubWritesPerCluster"`
+}
+
 type SizeResult struct {
 	Name  string `json:"name"`
 	Bytes int    `json:"bytes"`
@@ -153,7 +227,7 @@ type TargetResult struct {
 func newResult(o *options) *Result {
 	return &Result{Machine: machine(), Config: Config{
 		Clusters: o.clusters, AppConfigs: o.appConfigs, Works: o.clusters * o.appConfigs, StatusRate: o.statusRate,
-		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards,
+		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards, Rollout: o.rollout,
 	}}
 }
 

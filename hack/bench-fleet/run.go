@@ -53,6 +53,8 @@ type bench struct {
 	sampler  *fleetsim.Sampler
 	hubs     []*hubProcess
 	clusters []string
+	// rolloutRun is what the rollout phases share (--rollout).
+	rolloutRun *rolloutRun
 	// cleanup stops what was started, last first.
 	cleanup []func() error
 
@@ -150,10 +152,11 @@ func (b *bench) run(ctx context.Context) error {
 	for _, h := range b.hubs {
 		go b.supervise(supervising, h, fail)
 	}
-	for _, step := range []struct {
+	type step struct {
 		name string
 		run  func(context.Context) error
-	}{
+	}
+	steps := []step{
 		{"components", b.createComponents},
 		{"write works", b.writeWorks},
 		{"first status", b.firstStatus},
@@ -161,7 +164,11 @@ func (b *bench) run(ctx context.Context) error {
 		{"heal", b.heal},
 		{"component change", b.changeComponent},
 		{"measure AppConfigs", b.measureAppConfigs},
-	} {
+	}
+	if b.o.rollout {
+		steps = append(steps, step{"rollout spec", b.setRollout}, step{"rollout", b.rollout})
+	}
+	for _, step := range steps {
 		if err := b.phase(ctx, step.name, step.run); err != nil {
 			return err
 		}

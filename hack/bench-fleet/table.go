@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -61,6 +62,26 @@ func (r *Result) writeTable(w io.Writer) error {
 	}
 	if x := r.Largest; x != nil {
 		fmt.Fprintf(tw, "largest AppConfig\t%s: %s\n", x.Name, size(uint64(x.Bytes)))
+	}
+	if x := r.RolloutSpec; x != nil {
+		fmt.Fprintf(tw, "spec.rollout set on every AppConfig\tevery rollout Complete after %s; %d works rewritten, %d AppConfigs on a new revision; %.0f hub writes\n",
+			seconds(x.Seconds), x.Rewritten, x.Revised, x.HubWrites)
+	}
+	if x := r.Rollout; x != nil {
+		fmt.Fprintf(tw, "rollout of every Component's change\tstages 1%% / 10%% / rest = %s clusters; Degraded on %s (second stage)\n",
+			joinInts(x.StageClusters, " / "), strings.Join(x.Degraded, ", "))
+		fmt.Fprintf(tw, "  works given the new revision\t%d (%d in the first two stages); out of stage: %d; AppConfigs that lost their halt: %d\n",
+			x.Changed, x.Expected, x.OutOfStage, x.HaltsLost)
+		for _, v := range x.Violations {
+			fmt.Fprintf(tw, "    out of stage\t%s\n", v)
+		}
+		fmt.Fprintf(tw, "  first Degraded report to RolloutHalted\tmedian %s, p99 %s, max %s (%d of %d AppConfigs halted; second stage's reports: %d in %s)\n",
+			seconds(x.HaltMedianSeconds), seconds(x.HaltP99Seconds), seconds(x.HaltMaxSeconds), x.Halted, c.AppConfigs, x.BatchReports, seconds(x.BatchSeconds))
+		fmt.Fprintf(tw, "  first Degraded report to every changed work back and healthy\tmedian %s, p99 %s, max %s; to RolledBack shown: median %s, max %s (%d of %d AppConfigs)\n",
+			seconds(x.RollbackMedianSeconds), seconds(x.RollbackP99Seconds), seconds(x.RollbackMaxSeconds),
+			seconds(x.RolledBackMedianSeconds), seconds(x.RolledBackMaxSeconds), x.RolledBack, c.AppConfigs)
+		fmt.Fprintf(tw, "  whole rollout\t%s to RolledBack; %d work rewrites; %.0f hub writes, %.2f per cluster\n",
+			seconds(x.Seconds), x.Rewrites, x.HubWrites, x.HubWritesPerCluster)
 	}
 	if r.EtcdDataBytes > 0 {
 		fmt.Fprintf(tw, "etcd data at the end\t%s\n", size(r.EtcdDataBytes))
@@ -132,7 +153,27 @@ func (r *Result) targets() []TargetResult {
 	if x := r.Largest; x != nil {
 		add(fmt.Sprintf("AppConfig under 100 KiB at %d clusters", r.Config.Clusters), size(uint64(x.Bytes)), x.Bytes < 100<<10)
 	}
+	if x := r.RolloutSpec; x != nil {
+		add("setting spec.rollout rewrites no work", fmt.Sprintf("%d rewritten", x.Rewritten), x.Rewritten == 0 && x.Revised == 0)
+	}
+	if x := r.Rollout; x != nil {
+		add("no cluster receives the new revision outside its stage", fmt.Sprintf("%d", x.OutOfStage), x.OutOfStage == 0)
+		add("a halted rollout stays halted", fmt.Sprintf("%d AppConfigs went back to Progressing", x.HaltsLost), x.HaltsLost == 0)
+		limit := 2 + x.BatchSeconds
+		add(fmt.Sprintf("RolloutHalted within 2s of the first Degraded report plus the report batch (%s), p99", seconds(x.BatchSeconds)),
+			seconds(x.HaltP99Seconds), x.Halted == r.Config.AppConfigs && x.HaltP99Seconds < limit)
+		add("every AppConfig rolled back", fmt.Sprintf("%d of %d", x.RolledBack, r.Config.AppConfigs), x.RolledBack == r.Config.AppConfigs)
+	}
 	return out
+}
+
+// joinInts joins numbers with sep.
+func joinInts(ns []int, sep string) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, sep)
 }
 
 // seconds is a duration in seconds as a person reads it: 850ms, 12.3s, 4m05s.

@@ -51,28 +51,45 @@ func NewAgents(client workclient.Interface, opts AgentOptions) (*Agents, error) 
 		concurrency: cmp.Or(opts.Concurrency, DefaultAgentConcurrency)}, nil
 }
 
+// Report is one status write of a simulated agent: the work as it reported on it, what it said, and
+// when.
+type Report struct {
+	// Work is the work reported on: its generation and revision are the report's.
+	Work   *Work
+	Health Health
+	// Transition is the lastTransitionTime of every condition written (whole seconds, as the API
+	// stores it): the hub counts how long the work has been healthy from it.
+	Transition time.Time
+	// Sent is when the write left, past the rate limit; Acked when the API server acknowledged it.
+	Sent, Acked time.Time
+}
+
 // Write writes the status Status(w, h) to the work w, waiting for the rate limit first. The write is
 // a merge patch of the whole status: it replaces what the agent reported before, as the agent's
 // update does, without a read first and without conflicting with the hub's writes of the spec. A
 // work written for a generation the hub has since replaced reports on the old one, as a real agent
 // that has not caught up does. Transient API errors (throttling, timeouts) are retried.
-func (a *Agents) Write(ctx context.Context, w *Work, h Health) error {
+func (a *Agents) Write(ctx context.Context, w *Work, h Health) (Report, error) {
 	if err := a.limiter.Wait(ctx); err != nil {
-		return fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
+		return Report{}, fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
 	}
-	patch, err := json.Marshal(map[string]any{"status": Status(w, h, time.Now())})
+	r := Report{Work: w, Health: h, Sent: time.Now()}
+	status := Status(w, h, r.Sent)
+	r.Transition = r.Sent.Truncate(time.Second) // as Status writes it
+	patch, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		return fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
+		return Report{}, fmt.Errorf("status of ManifestWork %s: %w", w.Key(), err)
 	}
 	err = retry.OnError(wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1}, transient, func() error {
 		_, err := a.client.WorkV1().ManifestWorks(w.Namespace).Patch(ctx, w.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("write %s status of ManifestWork %s: %w", h, w.Key(), err)
+		return Report{}, fmt.Errorf("write %s status of ManifestWork %s: %w", h, w.Key(), err)
 	}
+	r.Acked = time.Now()
 	a.written.Add(1)
-	return nil
+	return r, nil
 }
 
 // Written counts the writes the agents have had acknowledged so far, for a person watching a long
@@ -87,11 +104,9 @@ func (a *Agents) WriteAll(ctx context.Context, works []*Work, h Health) ([]time.
 	g.SetLimit(a.concurrency)
 	for i, w := range works {
 		g.Go(func() error {
-			if err := a.Write(ctx, w, h); err != nil {
-				return err
-			}
-			done[i] = time.Now()
-			return nil
+			r, err := a.Write(ctx, w, h)
+			done[i] = r.Acked
+			return err
 		})
 	}
 	return done, g.Wait()

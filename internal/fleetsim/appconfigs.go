@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -27,14 +28,29 @@ type Summary struct {
 	ObservedGeneration int64
 }
 
-// Observation is a summary and when it was first seen.
+// RolloutState is where an AppConfig's rollout (status.rollout) stands; zero without spec.rollout.
+type RolloutState struct {
+	// Revision is the revision rolling out; StableRevision the one before it.
+	Revision, StableRevision string
+	Phase                    v1alpha2.RolloutPhase
+	// Stage is the stage in progress.
+	Stage string
+	// Updated counts the clusters, of every stage, that carry Revision; Failed those that failed.
+	Updated, Failed int
+	// Halted: the AppConfig's RolloutHalted condition is True.
+	Halted bool
+}
+
+// Observation is a summary and a rollout state, and when they were first seen.
 type Observation struct {
 	At time.Time
 	Summary
+	Rollout RolloutState
 }
 
 // AppConfigWatcher watches the AppConfigs of a namespace and records every change of their summaries
-// with the time it arrived: what a person watching `kubectl get appconfigs` sees, and when.
+// and rollouts with the time it arrived: what a person watching `kubectl get appconfigs` sees, and
+// when.
 type AppConfigWatcher struct {
 	informer cache.SharedIndexInformer
 
@@ -43,10 +59,11 @@ type AppConfigWatcher struct {
 	badErr  error
 }
 
-// summarized is an AppConfig as the watcher's informer keeps it: its name and summary.
+// summarized is an AppConfig as the watcher's informer keeps it: its name, summary and rollout.
 type summarized struct {
 	metav1.ObjectMeta
 	summary Summary
+	rollout RolloutState
 	err     error
 }
 
@@ -64,7 +81,7 @@ func NewAppConfigWatcher(c client.WithWatch, namespace string) (*AppConfigWatche
 	}
 	w := &AppConfigWatcher{history: map[string][]Observation{}}
 	w.informer = cache.NewSharedIndexInformer(lw, &v1alpha2.ApplicationConfiguration{}, 0, cache.Indexers{})
-	// The summary is all the watcher reads; the rest of the status is not kept.
+	// The summary and the rollout are all the watcher reads; the rest of the status is not kept.
 	if err := w.informer.SetTransform(summarize); err != nil {
 		return nil, fmt.Errorf("AppConfig watcher: %w", err)
 	}
@@ -104,6 +121,14 @@ func summarize(obj any) (any, error) {
 	if s.err != nil {
 		s.err = fmt.Errorf("AppConfig %s/%s: %w", app.Namespace, app.Name, s.err)
 	}
+	if ro := app.Status.Rollout; ro != nil {
+		s.rollout = RolloutState{Revision: ro.Revision, StableRevision: ro.StableRevision, Phase: ro.Phase, Stage: ro.Stage,
+			Halted: meta.IsStatusConditionTrue(app.Status.Conditions, v1alpha2.ConditionRolloutHalted)}
+		for _, st := range ro.Stages {
+			s.rollout.Updated += int(st.Updated)
+			s.rollout.Failed += int(st.Failed)
+		}
+	}
 	return s, nil
 }
 
@@ -132,13 +157,13 @@ func (w *AppConfigWatcher) record(obj any) {
 		w.badErr = s.err
 	}
 	h := w.history[s.Name]
-	if len(h) > 0 && h[len(h)-1].Summary == s.summary {
+	if len(h) > 0 && h[len(h)-1].Summary == s.summary && h[len(h)-1].Rollout == s.rollout {
 		return
 	}
-	w.history[s.Name] = append(h, Observation{At: now, Summary: s.summary})
+	w.history[s.Name] = append(h, Observation{At: now, Summary: s.summary, Rollout: s.rollout})
 }
 
-// Latest is the AppConfig's summary as last seen, if the AppConfig was seen.
+// Latest is the AppConfig's summary and rollout as last seen, if the AppConfig was seen.
 func (w *AppConfigWatcher) Latest(name string) (Observation, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -149,7 +174,7 @@ func (w *AppConfigWatcher) Latest(name string) (Observation, bool) {
 	return h[len(h)-1], true
 }
 
-// History is every summary the AppConfig has had, in the order they were seen.
+// History is every summary and rollout state the AppConfig has had, in the order they were seen.
 func (w *AppConfigWatcher) History(name string) []Observation {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -3,7 +3,8 @@
 // the entry point: it registers N ManagedClusters, labelled so that an AppConfig's clusterSelector
 // picks them. A WorkTracker then follows every ManifestWork the hub writes (slimmed to what an agent
 // needs), Agents write each work's status as ferry-agent writes it — healthy or degraded, rate
-// limited — and an AppConfigWatcher records each AppConfig's summary as it changes, from which Lags
+// limited — a Responder has them answer every generation the hub writes, as agents do, and an
+// AppConfigWatcher records each AppConfig's summary and rollout as they change, from which Lags
 // computes how long the hub took to show each status write. Sampler (peak RSS and CPU time of a
 // process, from /proc) and ScrapeMetrics (a controller's Prometheus metrics: API writes, work queues)
 // measure what the hub spends.

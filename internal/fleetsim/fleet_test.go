@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // eventually polls cond every 50ms until it holds, failing the test after timeout with what it waited
@@ -192,7 +193,7 @@ func TestAgentsReportOnTrackedWorks(t *testing.T) {
 	if v := health(names[7]); v.Healthy {
 		t.Errorf("a rewritten work still reads healthy from a report of its old generation")
 	}
-	if err := agents.Write(t.Context(), rewritten, Healthy); err != nil {
+	if _, err := agents.Write(t.Context(), rewritten, Healthy); err != nil {
 		t.Fatal(err)
 	}
 	v := health(names[7])
@@ -309,5 +310,115 @@ func TestAPIWritesCountsAProcesssWrites(t *testing.T) {
 	}
 	if got := scrape() - before; got != 3 {
 		t.Errorf("%v writes counted, want 3 (create, patch, delete; five reads not)", got)
+	}
+}
+
+// The responder answers every generation no report is about: each work once when it starts, then each
+// one the hub rewrites, at its new generation and revision, with the health it is told; a work whose
+// report is current is left alone.
+func TestResponderAnswersEveryNewGeneration(t *testing.T) {
+	cfg := FastConfig(shared.Get(t).Hub.Config, 500, 1000)
+	names, err := RegisterClusters(t.Context(), cfg, ClusterOptions{Count: 6, Prefix: "answer-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	works := workclient.NewForConfigOrDie(cfg)
+	tracker, err := NewWorkTracker(works)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tracker.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	agents, err := NewAgents(works, AgentOptions{Rate: 200, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cluster := range names {
+		mw := hubWork(cluster, 0)
+		mw.Annotations = map[string]string{hub.AnnotationSpecHash: "v1"}
+		if _, err := works.WorkV1().ManifestWorks(cluster).Create(t.Context(), mw, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 5 {
+			// Reported on already, as by an agent before the responder started.
+			eventually(t, 30*time.Second, "the tracker to see the last work", func(context.Context) (bool, error) {
+				_, ok := tracker.Get(cluster, "shop.web")
+				return ok, nil
+			})
+			w, _ := tracker.Get(cluster, "shop.web")
+			if _, err := agents.Write(t.Context(), w, Healthy); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ours := func() []*Work {
+		var out []*Work
+		for _, w := range tracker.Works() {
+			if strings.HasPrefix(w.Namespace, "answer-") {
+				out = append(out, w)
+			}
+		}
+		return out
+	}
+	reported := func(context.Context) (bool, error) {
+		ws := ours()
+		for _, w := range ws {
+			if w.ReportedGeneration != w.Generation {
+				return false, nil
+			}
+		}
+		return len(ws) == len(names), nil
+	}
+	eventually(t, 30*time.Second, "the last work's report", func(context.Context) (bool, error) {
+		w, _ := tracker.Get(names[5], "shop.web")
+		return w.ReportedGeneration == w.Generation, nil
+	})
+	// The second revision fails on the first cluster.
+	responder := NewResponder(agents, func(w *Work) Health {
+		if w.Namespace == names[0] && w.Revision == "v2" {
+			return Degraded
+		}
+		return Healthy
+	})
+	responder.Start(t.Context(), tracker)
+	eventually(t, 30*time.Second, "a report on every work", reported)
+	if got := len(responder.Reports()); got != 5 {
+		t.Errorf("%d reports at the start; want 5, none on the work reported on already", got)
+	}
+	for _, cluster := range names[:2] {
+		mw, err := works.WorkV1().ManifestWorks(cluster).Get(t.Context(), "shop.web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw.Annotations[hub.AnnotationSpecHash] = "v2"
+		mw.Spec.Workload.Manifests[0].Raw = []byte(strings.Replace(string(mw.Spec.Workload.Manifests[0].Raw), `"replicas":2`, `"replicas":3`, 1))
+		if _, err := works.WorkV1().ManifestWorks(cluster).Update(t.Context(), mw, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "reports on the rewritten works", func(ctx context.Context) (bool, error) {
+		ok, err := reported(ctx)
+		return ok && len(responder.Reports()) == 7, err
+	})
+	if err := responder.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range responder.Reports()[5:] {
+		want := Healthy
+		if r.Work.Namespace == names[0] {
+			want = Degraded
+		}
+		if r.Work.Revision != "v2" || r.Work.Generation != 2 || r.Health != want || r.Acked.Before(r.Sent) || r.Transition.After(r.Sent) {
+			t.Errorf("report on %s: revision %s, generation %d, %s, sent %v, acked %v, transition %v; want v2, 2, %s, acked after sent after the transition",
+				r.Work.Namespace, r.Work.Revision, r.Work.Generation, r.Health, r.Sent, r.Acked, r.Transition, want)
+		}
+	}
+	mw, err := works.WorkV1().ManifestWorks(names[0]).Get(t.Context(), "shop.web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := statusview.ForWork(mw); v.Health != v1alpha2.Degraded {
+		t.Errorf("the failing cluster's work reads %s, want Degraded", v.Health)
 	}
 }

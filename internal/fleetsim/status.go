@@ -49,14 +49,15 @@ func Status(w *Work, h Health, now time.Time) workv1.ManifestWorkStatus {
 			mc.Conditions = append(mc.Conditions, condition(agent.ConditionStatusFeedbackSynced, metav1.ConditionTrue,
 				agent.ReasonStatusFeedbackSynced, "Status feedback is synced"))
 		}
-		// As kstatus reads the object: current, or failed.
+		// As the agent reads the object with kstatus: current, or failed (Degraded, and Progressing still,
+		// as pkg/agent/health reports a failure).
 		if failed {
 			msg := "Resource failed"
 			if m.Meta.Kind == "Deployment" {
 				msg = "Progress deadline exceeded"
 			}
 			mc.Conditions = append(mc.Conditions,
-				condition(workv1.ManifestProgressing, metav1.ConditionFalse, health.ReasonFailed, msg),
+				condition(workv1.ManifestProgressing, metav1.ConditionTrue, health.ReasonFailed, msg),
 				condition(workv1.ManifestDegraded, metav1.ConditionTrue, health.ReasonFailed, msg))
 		} else {
 			msg := "Resource is current"

@@ -17,13 +17,17 @@ import (
 // WorkTracker follows every ManifestWork on the hub through one watch, keeping of each only its Work
 // (a transformed cache: the hub's works are kilobytes each, and a benchmark follows 100,000 of them).
 // It counts them, says when each generation was first seen, and hands the simulated agents what to
-// report on, so that nothing lists the works in a loop.
+// report on (Subscribe: as each work changes), so that nothing lists the works in a loop.
 type WorkTracker struct {
 	informer cache.SharedIndexInformer
 
 	mu        sync.Mutex
 	works     map[string]*Work
+	listeners []*func(*Work)
 	decodeErr error
+	// delivering is held while listeners are called, so that each gets the works in the order they
+	// were recorded: a subscriber's first works before any recorded after it subscribed.
+	delivering sync.Mutex
 }
 
 // NewWorkTracker returns a tracker of the works client reaches, in every namespace. Start starts it.
@@ -80,14 +84,48 @@ func (t *WorkTracker) record(obj any) {
 		return
 	}
 	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	tracked := *w // the informer's object stays as the informer made it
 	tracked.Seen = now
+	t.mu.Lock()
 	if old, ok := t.works[w.Key()]; ok && old.Generation == w.Generation {
 		tracked.Seen = old.Seen
 	}
 	t.works[w.Key()] = &tracked
+	listeners := slices.Clone(t.listeners)
+	t.mu.Unlock()
+	if len(listeners) == 0 {
+		return
+	}
+	t.delivering.Lock()
+	defer t.delivering.Unlock()
+	for _, f := range listeners {
+		(*f)(&tracked)
+	}
+}
+
+// Subscribe calls f with every work the tracker holds now and then with each work as the tracker
+// records it (a new generation, a new status, the same work again after the watch restarted), until
+// the returned cancel is called; a work may come twice, but never an older version after a newer one.
+// f runs on the tracker's watch: it must return quickly; it may call the tracker, but not Subscribe.
+func (t *WorkTracker) Subscribe(f func(*Work)) (cancel func()) {
+	t.delivering.Lock()
+	defer t.delivering.Unlock()
+	t.mu.Lock()
+	listener := &f
+	t.listeners = append(t.listeners, listener)
+	now := make([]*Work, 0, len(t.works))
+	for _, w := range t.works {
+		now = append(now, w)
+	}
+	t.mu.Unlock()
+	for _, w := range now {
+		f(w)
+	}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.listeners = slices.DeleteFunc(t.listeners, func(l *func(*Work)) bool { return l == listener })
+	}
 }
 
 func (t *WorkTracker) forget(obj any) {

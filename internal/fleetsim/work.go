@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // Work is what a simulated agent needs to know of a ManifestWork to report on it: which generation
@@ -20,6 +22,12 @@ type Work struct {
 	metav1.ObjectMeta
 	// Manifests are the work's manifests in the order of spec.workload.manifests.
 	Manifests []Manifest
+	// Revision is the hub's hash of the spec (its hub.AnnotationSpecHash): which revision of the
+	// application the work carries.
+	Revision string
+	// ReportedGeneration is the generation the agent's last report is about (its Applied condition's
+	// observedGeneration; 0 before any): the work is reported on when it is Generation.
+	ReportedGeneration int64
 	// Seen is when this generation of the work was first seen (by a WorkTracker; zero otherwise).
 	Seen time.Time
 	// Written is when the API server last recorded a write of the work's spec or metadata (the newest
@@ -48,7 +56,10 @@ func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
 	w := &Work{ObjectMeta: metav1.ObjectMeta{
 		Name: mw.Name, Namespace: mw.Namespace, Generation: mw.Generation, Labels: mw.Labels,
 		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
-	}, Written: writtenAt(mw)}
+	}, Written: writtenAt(mw), Revision: mw.Annotations[hub.AnnotationSpecHash]}
+	if c := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkApplied); c != nil {
+		w.ReportedGeneration = c.ObservedGeneration
+	}
 	for i, raw := range mw.Spec.Workload.Manifests {
 		id, err := v1alpha2.IdentifyManifest(raw)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // WorkOf keeps what an agent reports on: each manifest's ordinal and identity, the resource the hub
@@ -34,6 +36,28 @@ func TestWorkOfKeepsWhatTheAgentReportsOn(t *testing.T) {
 	}
 	if w.Key() != "c7/shop.web" || w.Generation != 2 || w.Labels["ferry.io/appconfig-name"] != "web" {
 		t.Errorf("work %s generation %d labels %v; want c7/shop.web, 2, the hub's labels", w.Key(), w.Generation, w.Labels)
+	}
+	if w.Revision != "" || w.ReportedGeneration != 0 {
+		t.Errorf("a work with no spec hash and no report: revision %q, reported generation %d; want neither", w.Revision, w.ReportedGeneration)
+	}
+}
+
+// A work carries the revision the hub's spec hash names, and the generation its agent's Applied
+// condition reports on.
+func TestWorkOfKeepsRevisionAndReportedGeneration(t *testing.T) {
+	mw := hubWork("c7", 3)
+	mw.Annotations = map[string]string{hub.AnnotationSpecHash: "0123abcd"}
+	w, err := WorkOf(mw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw.Status = Status(w, Healthy, time.Now())
+	mw.Generation = 4 // the hub wrote it again since
+	if w, err = WorkOf(mw); err != nil {
+		t.Fatal(err)
+	}
+	if w.Revision != "0123abcd" || w.ReportedGeneration != 3 || w.Generation != 4 {
+		t.Errorf("revision %q, reported generation %d of %d; want 0123abcd, 3 of 4", w.Revision, w.ReportedGeneration, w.Generation)
 	}
 }
 
