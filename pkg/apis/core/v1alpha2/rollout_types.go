@@ -28,7 +28,7 @@ type Rollout struct {
 	RolloutConfig `json:",inline"`
 
 	// MaxFailures is how many clusters of the whole rollout may fail (be Degraded, or not Healthy by
-	// their progressDeadline) before it halts: a count, or a percentage of the clusters (rounded up).
+	// their progressDeadline) before it halts: a count, or a whole percentage of the clusters such as "10%" (rounded up).
 	// Default 0: the first failure halts it.
 	// +optional
 	MaxFailures *intstr.IntOrString `json:"maxFailures,omitempty"`
@@ -55,7 +55,7 @@ type Rollout struct {
 // RolloutConfig is what gates a stage.
 type RolloutConfig struct {
 	// MaxConcurrency is how many clusters of the stage may be changing at once (updated and not yet
-	// succeeded, failed ones included): a count, or a percentage of the stage's clusters (rounded up).
+	// succeeded, failed ones included): a count, or a whole percentage of the stage's clusters (rounded up).
 	// Default: the whole stage at once.
 	// +optional
 	MaxConcurrency *intstr.IntOrString `json:"maxConcurrency,omitempty"`
@@ -91,7 +91,7 @@ type RolloutStage struct {
 	DecisionGroups []string `json:"decisionGroups,omitempty"`
 
 	// Size takes, of the clusters named, selected or in the groups (or, with none of them, of the clusters no earlier
-	// stage took), the first ones by name: a count, or a percentage of all the rollout's clusters
+	// stage took), the first ones by name: a count, or a whole percentage of all the rollout's clusters
 	// (rounded up). Default: all of them.
 	// +optional
 	Size *intstr.IntOrString `json:"size,omitempty"`
