@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -84,8 +83,6 @@ type AppConfigReconciler struct {
 	checked deliveryChecks
 	// The verdicts on every work of the AppConfigs of this shard, taken as the works change.
 	verdicts *clusterVerdicts
-	// The works this hub wrote that the cache has not shown since (see ownWriteUnseen).
-	written sync.Map // types.NamespacedName → ownWrite
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
@@ -140,14 +137,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.verdicts = newClusterVerdicts(r.Shard.ownsObject)
 	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
-		changed: r.checked.changed, observe: func(old, updated client.Object) {
-			r.verdicts.observe(old, updated)
-			for _, o := range []client.Object{old, updated} {
-				if o != nil && !reflect.ValueOf(o).IsNil() {
-					r.written.Delete(client.ObjectKeyFromObject(o)) // the cache has moved on
-				}
-			}
-		}}
+		changed: r.checked.changed, observe: r.verdicts.observe}
 	allInNamespace := func(all bool) handler.EventHandler {
 		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			// A cluster's labels, a PlacementDecision or a Component: delivery passes look again.

@@ -122,9 +122,6 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		if base == nil || (have != nil && upToDate(have, base.Work)) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
-		if r.ownWriteUnseen(types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.hash()) {
-			continue // written moments ago; the cache shows the work from before
-		}
 		mw := base.Work.DeepCopy() // the client decodes its answer into what it writes
 		mw.Namespace = cluster
 		writers.Go(func() error {
@@ -212,36 +209,6 @@ func writeFailure(mw *workv1.ManifestWork, err error) string {
 // workEventActions are the actions of the ManifestWork events, by reason.
 var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "ManifestWorkUpdated": "Update", "ManifestWorkDeleted": "Delete"}
 
-// ownWrite is a ManifestWork this hub wrote: the resourceVersion it wrote over ("" when it created the
-// work), the spec hash it wrote, and when.
-type ownWrite struct {
-	over, hash string
-	at         time.Time
-}
-
-// ownWriteFresh is how long a write of this hub may stand for the work while the cache shows none of
-// it: far longer than the cache's usual lag, and short enough that a work deleted by someone in the
-// same moment is written again soon.
-const ownWriteFresh = 10 * time.Second
-
-// ownWriteUnseen reports whether the work key, which the cache shows as have (nil: none), was written
-// by this hub with hash after the version the cache shows, and the cache has shown no change of it
-// since (the work event handler forgets a write when it does). A rollout looks at every work on each
-// report, and a work it moved a moment ago would otherwise be written again from the cache's older
-// version: a write the API server refuses as stale, and a read of the work to find it up to date.
-func (r *AppConfigReconciler) ownWriteUnseen(key types.NamespacedName, have *workv1.ManifestWork, hash string) bool {
-	v, ok := r.written.Load(key)
-	if !ok {
-		return false
-	}
-	w := v.(ownWrite)
-	over := ""
-	if have != nil {
-		over = have.ResourceVersion
-	}
-	return w.hash == hash && w.over == over && time.Since(w.at) < ownWriteFresh
-}
-
 // sync creates app's ManifestWork want (its AnnotationSpecHash set) or updates the spec and labels of have, the one the cache shows,
 // writing only when they changed. What was written is known by a hash of the spec in an annotation: the
 // API server fills defaults into the stored spec, so comparing it with the rendered one would see a
@@ -254,10 +221,8 @@ func (r *AppConfigReconciler) ownWriteUnseen(key types.NamespacedName, have *wor
 func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) (event string, err error) {
 	if have == nil {
 		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
-		hash := want.Annotations[AnnotationSpecHash]
 		err := r.Client.Create(ctx, want)
 		if err == nil {
-			r.written.Store(client.ObjectKeyFromObject(want), ownWrite{hash: hash, at: time.Now()})
 			return "ManifestWorkCreated", nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -294,11 +259,9 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 			metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
 		}
 		metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, want.Annotations[AnnotationSpecHash])
-		over := have.ResourceVersion
 		if err := r.Client.Update(ctx, have); err != nil {
 			return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
 		}
-		r.written.Store(client.ObjectKeyFromObject(have), ownWrite{over: over, hash: want.Annotations[AnnotationSpecHash], at: time.Now()})
 		updated = true
 		return nil
 	})
