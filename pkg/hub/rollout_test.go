@@ -52,11 +52,11 @@ func TestRolloutStagesARevisionAndHaltsOnADegradedCluster(t *testing.T) {
 	}
 	carries := func(cluster, revision string) {
 		t.Helper()
-		mw, err := f.work(context.Background(), cluster, "web")
+		got, err := f.carriedRevision(context.Background(), app, cluster)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]); got != revision {
+		if got != revision {
 			t.Fatalf("the work on %s carries revision %s, want %s", cluster, got, revision)
 		}
 	}
@@ -196,11 +196,8 @@ func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		mw, err := f.work(ctx, "cluster2", "web")
-		if err != nil {
-			return false, err
-		}
-		return waiting(a) && a.Status.Rollout.StableRevision == rev1 && hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]) == rev1, nil
+		rev, err := f.carriedRevision(ctx, app, "cluster2")
+		return waiting(a) && a.Status.Rollout.StableRevision == rev1 && rev == rev1, err
 	})
 	f.waitImage("cluster2", "web", "nginx:1")
 	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
@@ -272,11 +269,8 @@ func TestRolloutHaltHoldsUntilResumed(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		mw, err := f.work(ctx, "cluster2", "web")
-		if err != nil {
-			return false, err
-		}
-		return phaseIs(v1alpha2.RolloutHalted)(a) && hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]) == rev1, nil
+		rev, err := f.carriedRevision(ctx, app, "cluster2")
+		return phaseIs(v1alpha2.RolloutHalted)(a) && rev == rev1, err
 	})
 
 	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
@@ -289,4 +283,13 @@ func TestRolloutHaltHoldsUntilResumed(t *testing.T) {
 		t.Errorf("the resume annotation is still there once taken: a later halt of %s would be lifted by it", rev2)
 	}
 	f.waitImage("cluster2", "web", "nginx:2")
+}
+
+// carriedRevision is the application revision app's work on cluster carries.
+func (f *fixture) carriedRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration, cluster string) (string, error) {
+	mw, err := f.work(ctx, cluster, app.Name)
+	if err != nil {
+		return "", err
+	}
+	return hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]), nil
 }
