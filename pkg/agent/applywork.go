@@ -89,6 +89,7 @@ func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, am
 		}()
 	}
 	wg.Wait()
+	c.settled.trim(work.Name, len(ms))
 	return a.results, a.next
 }
 
@@ -196,6 +197,10 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if c.heldByAnotherWork(a.work.Name, r, m.obj, opts) {
 		return
 	}
+	settledAs := settledKey{generation: a.work.Generation, resource: mapping.Resource, owner: a.owner.UID, completed: r.completed, forced: opts.AppliedHash}
+	if c.applySettled(a.work.Name, r, settledAs, ns) {
+		return
+	}
 	started := time.Now()
 	r.result, r.err = a.applier.Apply(ctx, m.obj, opts)
 	if r.err = c.executors.refused(a.work, r.err, mapping.Resource, ns, r.meta.Name); isExecutorDenied(r.err) {
@@ -233,6 +238,29 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 			r.feedback = nil // as the API server returns it, so that status compares equal
 		}
 	}
+	if c.watches != nil {
+		c.settled.record(a.work.Name, settledAs, r)
+	}
+}
+
+// applySettled fills r from the manifest's last apply that wrote nothing, when the object's watch shows
+// it unchanged since and the work asks for the same (see settledObjects), and reports whether it did.
+// Without a synced watch of the object nothing is taken as settled: it is read.
+func (c *controller) applySettled(work string, r *manifestResult, key settledKey, namespace string) bool {
+	if c.watches == nil {
+		return false
+	}
+	current, known := c.watches.objectMeta(key.resource, namespace, r.meta.Name)
+	if !known {
+		return false
+	}
+	kept, ok := c.settled.lookup(work, r.ordinal, key, current)
+	if !ok {
+		return false
+	}
+	r.result, r.health, r.feedback, r.feedbackErr = kept.result, kept.health, kept.feedback, kept.feedbackErr
+	settledApplies.Inc()
+	return true
 }
 
 // optionsFor turns a manifest's configuration into apply options.

@@ -36,14 +36,7 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		ws := make([]*workv1.ManifestWork, works)
-		for i := range ws {
-			var manifests []string
-			for j := range perWork {
-				manifests = append(manifests, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-%03d-%d, namespace: "{{ns}}"}, data: {k: "v"}}`, i, j))
-			}
-			ws[i] = f.work(fmt.Sprintf("w-%03d", i), manifests...)
-		}
+		ws := configMapWorks(f, works, perWork)
 		// The first requests for a custom resource kind on a fresh API server are slow while it builds
 		// what serves the kind (a few seconds for ManifestWork): one work applied first keeps that out of
 		// what is measured, as on any hub and spoke that have been running.
@@ -57,17 +50,7 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 		profiled := profileAPIServers(b, e)
 		b.StartTimer()
 		start := time.Now()
-		var g errgroup.Group
-		g.SetLimit(16)
-		for _, w := range ws {
-			g.Go(func() error {
-				_, err := f.hub.WorkV1().ManifestWorks(f.cluster).Create(context.Background(), w, metav1.CreateOptions{})
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
-			b.Fatal(err)
-		}
+		createWorks(b, f, ws)
 		err := waitAllApplied(b.Context(), f, works+1)
 		elapsed := time.Since(start)
 		b.StopTimer()
@@ -89,6 +72,74 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 		profiled()
 		f.stop()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkAgentIdle1000Objects measures what an agent at its defaults costs its spoke when nothing
+// changes: 200 ManifestWorks of 5 ConfigMaps each are applied, and after one status sync interval for
+// the last writes to settle, the agent's requests to the spoke (watches aside: they stay open) are
+// counted over a minute. Run with -benchtime=1x.
+func BenchmarkAgentIdle1000Objects(b *testing.B) {
+	const works, perWork = 200, 5
+	for b.Loop() {
+		b.StopTimer()
+		defaults := agent.NewOptions()
+		f := startAgent(b, func(c *agent.Config) { c.Workers, c.StatusSyncInterval = defaults.Workers, defaults.StatusSyncInterval })
+		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		createWorks(b, f, configMapWorks(f, works, perWork))
+		if err := waitAllApplied(b.Context(), f, works); err != nil {
+			b.Fatalf("works not applied: %v", err)
+		}
+		settle := time.NewTimer(defaults.StatusSyncInterval + 2*time.Second)
+		select {
+		case <-settle.C:
+		case <-b.Context().Done():
+			b.Fatal(b.Context().Err())
+		}
+		reads0, writes0, hubWrites0 := f.spokeReads.Load(), f.spokeWrites.Load(), f.hubWrites.Load()
+		window := time.NewTimer(time.Minute)
+		select {
+		case <-window.C:
+		case <-b.Context().Done():
+			b.Fatal(b.Context().Err())
+		}
+		reads, writes := f.spokeReads.Load()-reads0, f.spokeWrites.Load()-writes0
+		b.ReportMetric(float64(reads+writes), "idle-spoke-requests/min")
+		b.ReportMetric(float64(writes), "idle-spoke-writes/min")
+		b.ReportMetric(float64(f.hubWrites.Load()-hubWrites0), "idle-hub-writes/min")
+		f.stop()
+		b.StartTimer()
+	}
+}
+
+// configMapWorks builds n ManifestWorks of perWork ConfigMaps each, in the cluster's namespace on the
+// spoke.
+func configMapWorks(f *agentFixture, n, perWork int) []*workv1.ManifestWork {
+	ws := make([]*workv1.ManifestWork, n)
+	for i := range ws {
+		var manifests []string
+		for j := range perWork {
+			manifests = append(manifests, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-%03d-%d, namespace: "{{ns}}"}, data: {k: "v"}}`, i, j))
+		}
+		ws[i] = f.work(fmt.Sprintf("w-%03d", i), manifests...)
+	}
+	return ws
+}
+
+// createWorks creates ws on the hub, 16 at a time.
+func createWorks(b *testing.B, f *agentFixture, ws []*workv1.ManifestWork) {
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, w := range ws {
+		g.Go(func() error {
+			_, err := f.hub.WorkV1().ManifestWorks(f.cluster).Create(context.Background(), w, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
 	}
 }
 

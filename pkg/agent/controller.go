@@ -50,6 +50,8 @@ type controller struct {
 	// the results of our own writes, until the informers have them
 	freshWorks *fresher[*workv1.ManifestWork]
 	freshAMWs  *fresher[*workv1.AppliedManifestWork]
+	// each manifest's last apply that wrote nothing, taken again while its object is unchanged
+	settled *settledObjects
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	resync time.Duration // how often a work is reconciled with nothing changed, to pick up drift and status
@@ -141,6 +143,7 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 			c.watches.forget(name)
 		}
 		c.crds.forget(name)
+		c.settled.forget(name)
 		return nextStep{}, nil
 	}
 	if err != nil {

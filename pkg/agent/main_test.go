@@ -274,13 +274,15 @@ func allHealthy(w *workv1.ManifestWork) bool {
 	return true
 }
 
-// waitResyncs waits until the agent has read at least n*perResync more times from the spoke: each
-// round reads each of the work's perResync objects once.
+// waitResyncs waits until the agent has applied at least n*perResync more manifests: each round
+// applies each of the work's perResync objects once, reading it from the spoke or, when its watch shows
+// it unchanged since an apply that wrote nothing, taking that apply's result again.
 func (f *agentFixture) waitResyncs(n, perResync int64) {
 	f.t.Helper()
-	reads := f.spokeReads.Load()
-	f.eventually(fmt.Sprintf("%d resyncs (%d spoke reads)", n, n*perResync), func(context.Context) (bool, error) {
-		return f.spokeReads.Load() >= reads+n*perResync, nil
+	applies := func() int64 { return f.spokeReads.Load() + agent.SettledApplies() }
+	start := applies()
+	f.eventually(fmt.Sprintf("%d resyncs (%d applies)", n, n*perResync), func(context.Context) (bool, error) {
+		return applies() >= start+n*perResync, nil
 	})
 }
 

@@ -49,6 +49,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"strategy"})
 
+	settledApplies = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ferry_agent_manifest_applies_settled_total",
+		Help: "Manifest applies answered without a request: the object's watch showed it unchanged since an apply that found nothing to write.",
+	})
+
 	worksGauge = &worksCollector{
 		desc: prometheus.NewDesc("ferry_agent_works",
 			"ManifestWorks of this managed cluster by the status of their Applied and Available conditions; "+
@@ -59,7 +64,7 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(manifestApplies, manifestApplyDuration, worksGauge)
+	prometheus.MustRegister(manifestApplies, manifestApplyDuration, settledApplies, worksGauge)
 	registerQueueMetrics()
 }
 

@@ -278,7 +278,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.HubKubeAPIBurst, flagHubKubeAPIBurst, o.HubKubeAPIBurst,
 		"Burst of requests to the hub's API server.")
 	fs.DurationVar(&o.StatusSyncInterval, flagStatusSyncInterval, o.StatusSyncInterval,
-		"Interval to re-read the status of applied resources and report it to the hub.")
+		"Interval to re-read the status of applied resources and report it to the hub. Every work is looked at again at this interval, "+
+			"but an object its watch shows unchanged since an apply that wrote nothing is not read again: an idle agent sends its spoke no request, "+
+			"and a change on the spoke is read (and drift put back) as soon as the watch shows it.")
 	fs.IntVar(&o.Workers, flagWorkers, o.Workers,
 		"Number of ManifestWorks reconciled in parallel.")
 	fs.StringVar(&o.MetricsBindAddress, flagMetricsBindAddress, o.MetricsBindAddress,

@@ -120,6 +120,7 @@ func Start(ctx context.Context, cfg Config) error {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "manifestworks"}),
 		freshWorks: newFresher[*workv1.ManifestWork](),
 		freshAMWs:  newFresher[*workv1.AppliedManifestWork](),
+		settled:    newSettledObjects(),
 		resync:     cfg.StatusSyncInterval,
 		log:        cfg.Log,
 	}

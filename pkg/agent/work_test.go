@@ -92,6 +92,48 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	}
 }
 
+// An idle agent costs its spoke nothing: a resync takes each object's last apply again while the
+// object's watch shows it unchanged, so it sends no request; a change on the spoke is still read and
+// put back, between resyncs and after them.
+func TestIdleResyncsReadNothingAndDriftIsStillReverted(t *testing.T) {
+	f := startAgent(t, withResync(100*time.Millisecond))
+	w := f.create(f.work("idle", namespaceManifest, configMapA, configMapB))
+	f.waitWork(w.Name, "applied", allApplied)
+	// The first rounds read what the agent's own writes changed; then the work settles.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := f.spokeReads.Load() + f.spokeWrites.Load()
+		f.waitResyncs(3, 3)
+		if f.spokeReads.Load()+f.spokeWrites.Load() == r {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never went three resyncs without a request to the spoke")
+		}
+	}
+	r := f.spokeReads.Load() + f.spokeWrites.Load()
+	f.waitResyncs(10, 3)
+	if d := f.spokeReads.Load() + f.spokeWrites.Load() - r; d != 0 {
+		t.Errorf("ten resyncs of an idle work of 3 objects sent %d requests to the spoke, want 0", d)
+	}
+
+	for _, value := range []string{"drifted", "drifted again"} {
+		cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Get(t.Context(), "a", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["k"] = value
+		if _, err := f.kube.CoreV1().ConfigMaps(f.cluster).Update(t.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
+		f.eventually("drift ("+value+") put back", func(ctx context.Context) (bool, error) {
+			cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Get(ctx, "a", metav1.GetOptions{})
+			return err == nil && cm.Data["k"] == "1", nil
+		})
+		f.waitResyncs(3, 3)
+	}
+}
+
 // One bad manifest of each kind fails alone with a reason and a message; the good ones apply.
 func TestBadManifestsFailAloneWithAReason(t *testing.T) {
 	f := startAgent(t)

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+// settledObjects remembers, for each manifest of each work, the last apply that found nothing to write,
+// with the resourceVersion of the object it read. While the object's watch shows that same version and
+// the work asks for the same thing, applying it again would read the same object and find nothing to
+// write again: the result is taken from here instead, and the periodic pass of an idle work costs no
+// request. Any change to the object on the spoke moves its resourceVersion, so its watch sends the work
+// back to be applied with a live read — drift is still reverted within moments.
+//
+// Only applies that wrote nothing are kept: after a write, the object is read once more (its watch
+// event brings the work back), and that read is what is kept.
+type settledObjects struct {
+	mu     sync.Mutex
+	byWork map[string]map[int32]settledApply // work name → manifest ordinal
+}
+
+// settledKey is what a manifest's apply depended on besides the object itself. The work's generation
+// stands for its spec: the manifest, its manifestConfig (strategy, rules), the deleteOption and the
+// executor.
+type settledKey struct {
+	generation int64
+	resource   schema.GroupVersionResource
+	owner      types.UID // the AppliedManifestWork the object is owned by
+	completed  bool      // only read, the manifest having completed
+	forced     string    // the hash ApplyOnceForce last applied
+}
+
+// settledApply is a manifest's last apply that wrote nothing, and what the agent made of the object.
+type settledApply struct {
+	key             settledKey
+	exists          bool
+	resourceVersion string
+	result          apply.Result // with a slim Object: its identity, all that is used of it later
+	health          []metav1.Condition
+	feedback        []workv1.FeedbackValue
+	feedbackErr     error
+}
+
+func newSettledObjects() *settledObjects {
+	return &settledObjects{byWork: map[string]map[int32]settledApply{}}
+}
+
+// lookup returns the kept result of the manifest at ordinal of work if it was kept under key and
+// current, the object as its watch shows it now (nil: it does not exist), is the version it was read at.
+func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, current metav1.Object) (settledApply, bool) {
+	s.mu.Lock()
+	kept, ok := s.byWork[work][ordinal]
+	s.mu.Unlock()
+	switch {
+	case !ok || kept.key != key:
+		return settledApply{}, false
+	case current == nil:
+		return kept, !kept.exists
+	default:
+		return kept, kept.exists && current.GetResourceVersion() == kept.resourceVersion
+	}
+}
+
+// record keeps r as the manifest's settled apply when it wrote nothing and failed nothing, and drops
+// what was kept otherwise.
+func (s *settledObjects) record(work string, key settledKey, r *manifestResult) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !settles(r) {
+		delete(s.byWork[work], r.ordinal)
+		return
+	}
+	kept := settledApply{
+		key:         key,
+		exists:      r.exists(),
+		result:      r.result,
+		health:      r.health,
+		feedback:    r.feedback,
+		feedbackErr: r.feedbackErr,
+	}
+	if kept.exists {
+		kept.resourceVersion = r.result.Object.GetResourceVersion()
+		kept.result.Object = slimObject(r.result.Object)
+	}
+	if s.byWork[work] == nil {
+		s.byWork[work] = map[int32]settledApply{}
+	}
+	s.byWork[work][r.ordinal] = kept
+}
+
+// settles reports whether a manifest's apply wrote nothing and may be taken as its result again.
+func settles(r *manifestResult) bool {
+	if r.err != nil || r.waiting != "" {
+		return false
+	}
+	switch r.result.Operation {
+	case apply.Unchanged, apply.Skipped:
+	default:
+		return false
+	}
+	// A CustomResourceDefinition's conditions decide when the kinds it defines are applied: keep
+	// reading it. (A work has few.)
+	return !r.exists() || r.result.Object.GroupVersionKind().GroupKind() != crdGK
+}
+
+// trim drops what is kept of the manifests of work at or beyond ordinal n: they left the work.
+func (s *settledObjects) trim(work string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ordinal := range s.byWork[work] {
+		if int(ordinal) >= n {
+			delete(s.byWork[work], ordinal)
+		}
+	}
+}
+
+// forget drops everything kept of work.
+func (s *settledObjects) forget(work string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.byWork, work)
+}
+
+// slimObject keeps of obj what the agent uses after applying it — kind, name, namespace, UID and owner
+// references — so that what is kept for every applied object stays small.
+func slimObject(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	slim := &unstructured.Unstructured{Object: map[string]any{}}
+	slim.SetAPIVersion(obj.GetAPIVersion())
+	slim.SetKind(obj.GetKind())
+	slim.SetName(obj.GetName())
+	slim.SetNamespace(obj.GetNamespace())
+	slim.SetUID(obj.GetUID())
+	slim.SetResourceVersion(obj.GetResourceVersion())
+	slim.SetOwnerReferences(obj.GetOwnerReferences())
+	return slim
+}

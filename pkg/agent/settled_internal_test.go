@@ -1,0 +1,98 @@
+package agent
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
+)
+
+func settledTestObject(rv string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"k": "v"}}}
+	obj.SetAPIVersion("v1")
+	obj.SetKind("ConfigMap")
+	obj.SetNamespace("ns")
+	obj.SetName("a")
+	obj.SetUID("uid-a")
+	obj.SetResourceVersion(rv)
+	return obj
+}
+
+// An apply is taken again only for the same work generation, resource, owner, completion and forced
+// hash, and only while the watch shows the object at the version that apply read (or, for an object
+// that did not exist, still missing).
+func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	key := settledKey{generation: 3, resource: cms, owner: "amw-uid"}
+	s := newSettledObjects()
+	r := &manifestResult{manifest: manifest{ordinal: 1}, result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")},
+		health: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse}}}
+	s.record("w", key, r)
+
+	if kept, ok := s.lookup("w", 1, key, settledTestObject("7")); !ok {
+		t.Fatal("an unchanged object under the same ask was not taken as settled")
+	} else if kept.result.Object.GetUID() != "uid-a" || kept.result.Object.Object["data"] != nil || len(kept.health) != 1 {
+		t.Errorf("kept %v, want the object's identity without its data, and its health", kept.result.Object.Object)
+	}
+	for name, tc := range map[string]struct {
+		key     settledKey
+		ordinal int32
+		current metav1.Object
+	}{
+		"another version on the spoke": {key, 1, settledTestObject("8")},
+		"the object gone":              {key, 1, nil},
+		"another work generation":      {settledKey{generation: 4, resource: cms, owner: "amw-uid"}, 1, settledTestObject("7")},
+		"another owner":                {settledKey{generation: 3, resource: cms, owner: "other"}, 1, settledTestObject("7")},
+		"now completed":                {settledKey{generation: 3, resource: cms, owner: "amw-uid", completed: true}, 1, settledTestObject("7")},
+		"another manifest":             {key, 0, settledTestObject("7")},
+	} {
+		if _, ok := s.lookup("w", tc.ordinal, tc.key, tc.current); ok {
+			t.Errorf("%s: taken as settled", name)
+		}
+	}
+
+	missing := &manifestResult{manifest: manifest{ordinal: 2}, result: apply.Result{Operation: apply.Skipped}}
+	s.record("w", key, missing)
+	if _, ok := s.lookup("w", 2, key, nil); !ok {
+		t.Error("an object that did not exist and still does not was not taken as settled")
+	}
+	if _, ok := s.lookup("w", 2, key, settledTestObject("9")); ok {
+		t.Error("an object that did not exist and now does was taken as settled")
+	}
+
+	s.trim("w", 2)
+	if _, ok := s.lookup("w", 2, key, nil); ok {
+		t.Error("a manifest that left the work was still kept")
+	}
+	s.forget("w")
+	if _, ok := s.lookup("w", 1, key, settledTestObject("7")); ok {
+		t.Error("a forgotten work was still kept")
+	}
+}
+
+// Only an apply that wrote nothing and failed nothing is kept; a later write or failure drops what was
+// kept, so that the next apply reads the object.
+func TestOnlyAppliesThatWroteNothingSettle(t *testing.T) {
+	key := settledKey{generation: 1}
+	crd := settledTestObject("5")
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	for name, r := range map[string]*manifestResult{
+		"created":                    {result: apply.Result{Operation: apply.Created, Object: settledTestObject("7")}},
+		"updated":                    {result: apply.Result{Operation: apply.Updated, Object: settledTestObject("7")}},
+		"failed":                     {result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}, err: errors.New("conflict")},
+		"waiting":                    {waiting: "waiting for the CRD"},
+		"a CustomResourceDefinition": {result: apply.Result{Operation: apply.Unchanged, Object: crd}},
+	} {
+		s := newSettledObjects()
+		s.record("w", key, &manifestResult{result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
+		s.record("w", key, r)
+		if _, ok := s.lookup("w", 0, key, settledTestObject("7")); ok {
+			t.Errorf("%s: kept as settled", name)
+		}
+	}
+}
