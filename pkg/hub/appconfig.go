@@ -81,6 +81,8 @@ type AppConfigReconciler struct {
 	clusters    ClusterLister
 	// What the last delivery passes found complete, to skip the passes a status report does not need.
 	checked deliveryChecks
+	// The works this hub wrote moments ago, which the cache may not show yet.
+	written ownWrites
 	// The verdicts on every work of the AppConfigs of this shard, taken as the works change.
 	verdicts *clusterVerdicts
 }
@@ -320,6 +322,11 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			// hub watches traits, not every ConfigMap: look again now and then (reads only).
 			result.RequeueAfter = patchResync
 		}
+	}
+	if delivered.pending && (result.RequeueAfter == 0 || ownWriteFresh < result.RequeueAfter) {
+		// A work written moments ago was not looked at again: look once the write is no longer trusted
+		// over the cache, in case no event of the work's comes first (someone deleted it meanwhile).
+		result.RequeueAfter = ownWriteFresh
 	}
 	if ro.recheck > 0 && (result.RequeueAfter == 0 || ro.recheck < result.RequeueAfter) {
 		// A soak ends or a deadline passes with no report to bring the AppConfig back.

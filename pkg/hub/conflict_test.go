@@ -67,19 +67,22 @@ func TestHubConflictsAreNeverShownToTheUser(t *testing.T) {
 // The race of the test above made certain: the agent writes a ManifestWork's status between the hub's
 // read of the work (from its cache) and the hub's write of the work's new spec. The test plays that
 // agent on a managed cluster of its own: every first write of a work's spec is preceded by a status
-// write, so the hub's write always carries an outdated resourceVersion. The AppConfig never shows it.
+// write, so the hub's cached version of the work is outdated when its write arrives. The write is not
+// refused for it (no conflict, no read and write again: a fleet reporting while a change rolls over it
+// would refuse most writes), the agent's status stays, and the AppConfig never shows a thing.
 func TestHubWriteRacingTheAgentsStatusWriteIsNotAFailure(t *testing.T) {
 	f := setup(t)
 	cluster := "racer-" + f.ns
 	f.addManagedCluster(cluster, nil)
 
-	var raced atomic.Int64
+	var raced, refused atomic.Int64
 	seen := sync.Map{} // work name and generation it was raced at → true
 	f.wrapHubTransport(func(rt http.RoundTripper) http.RoundTripper {
 		prefix := "/apis/work.open-cluster-management.io/v1/namespaces/" + cluster + "/manifestworks/"
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			name, isWork := strings.CutPrefix(req.URL.Path, prefix)
-			if req.Method == http.MethodPut && isWork && !strings.Contains(name, "/") {
+			isSpecWrite := (req.Method == http.MethodPut || req.Method == http.MethodPatch) && isWork && !strings.Contains(name, "/")
+			if isSpecWrite {
 				if _, already := seen.LoadOrStore(name, true); !already {
 					// The agent reports on the work before the hub's write reaches the API server.
 					if err := f.writeWorkStatus(req.Context(), cluster, name); err != nil {
@@ -88,7 +91,11 @@ func TestHubWriteRacingTheAgentsStatusWriteIsNotAFailure(t *testing.T) {
 					raced.Add(1)
 				}
 			}
-			return rt.RoundTrip(req)
+			resp, err := rt.RoundTrip(req)
+			if isSpecWrite && err == nil && resp.StatusCode == http.StatusConflict {
+				refused.Add(1)
+			}
+			return resp, err
 		})
 	})
 	f.startHub(hubOptions(hub.ApplyOnceOff))
@@ -108,6 +115,9 @@ func TestHubWriteRacingTheAgentsStatusWriteIsNotAFailure(t *testing.T) {
 	t.Log("delivered at web-v2")
 	if raced.Load() == 0 {
 		t.Fatal("the hub never updated the ManifestWork: no race was made")
+	}
+	if n := refused.Load(); n > 0 {
+		t.Errorf("the hub's write of the work's spec was refused %d times for the agent's status write (409 Conflict); want never", n)
 	}
 	if c := findCondition(mw.Status.Conditions, agentReported); c == nil {
 		t.Errorf("the status the agent wrote was lost: conditions %+v", mw.Status.Conditions)

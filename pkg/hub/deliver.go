@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,8 +35,11 @@ type delivery struct {
 	// notOwned are the clusters holding a ManifestWork of the AppConfig's name that Ferry did not
 	// create for it, each with what to do.
 	notOwned []string
-	// raced is set when a write lost races until the retries ran out.
+	// raced is set when a write lost a race with another writer.
 	raced bool
+	// pending is set when a work this hub wrote moments ago was not looked at again: the cache does
+	// not show the write yet.
+	pending bool
 }
 
 // errWriteRaced marks a ManifestWork write that lost a race with another writer: nothing is wrong,
@@ -90,6 +93,8 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		}
 	}
 	r.checked.forget(key)
+	now := time.Now()
+	r.written.forgetOld(key, now)
 	works, err := r.works(app)
 	if err != nil {
 		return out, nil, err
@@ -122,6 +127,10 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		if base == nil || (have != nil && upToDate(have, base.Work)) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
+		if r.written.unseen(key, types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.Work.Annotations[AnnotationSpecHash], now) {
+			out.pending = true // written moments ago; the cache shows the work from before
+			continue
+		}
 		mw := base.Work.DeepCopy() // the client decodes its answer into what it writes
 		mw.Namespace = cluster
 		writers.Go(func() error {
@@ -136,6 +145,10 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 			var reason string
 			if err == nil {
 				reason, err = r.sync(ctx, app, mw, have)
+			}
+			if reason != "" {
+				// From the answer, not the pass's start: under load a write waits its turn for seconds.
+				r.written.record(key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -161,6 +174,9 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		}
 		writers.Go(func() error {
 			err := r.deleteWork(ctx, mw)
+			if err == nil {
+				r.written.forget(key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -173,7 +189,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		})
 	}
 	_ = writers.Wait()
-	if hash != "" && len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced {
+	if hash != "" && len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
 		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, clusters: clusters})
 	}
 	return out, gone, nil
@@ -214,10 +230,11 @@ var workEventActions = map[string]string{"ManifestWorkCreated": "Create", "Manif
 // API server fills defaults into the stored spec, so comparing it with the rendered one would see a
 // change every time.
 //
-// The agent writes the work's status at any time, so the cached work may be older than the stored one
-// and its Update answered with a conflict: then the stored work is read and written again. A work of
-// this name that Ferry did not write for app (found when Create says it exists) is left alone and
-// reported as a WorkNotOwnedError.
+// An update is a JSON patch without a resourceVersion (patchWork): the agent writes the work's status
+// at any time, and an Update from the cached version would be refused as stale again and again while a
+// fleet reports. A work of this name that Ferry did not write for app (found when Create says it exists,
+// or when the work was replaced since the cache saw it) is left alone and reported as a
+// WorkNotOwnedError.
 func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.ApplicationConfiguration, want, have *workv1.ManifestWork) (event string, err error) {
 	if have == nil {
 		metav1.SetMetaDataAnnotation(&want.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
@@ -234,46 +251,89 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 			return "", err
 		}
 	}
-	updated, conflicted := false, false
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if conflicted {
-			// Someone (the agent, with the work's status) wrote the work since it was read: start from
-			// the stored work.
-			stored, err := r.storedWork(ctx, app, want)
-			if err != nil {
-				return err
-			}
-			have = stored
-		}
-		conflicted = true // if this attempt is retried, it was for a conflict
-		if upToDate(have, want) {
-			return nil
-		}
-		// have may be the cache's own object (listed without a copy): change a copy.
-		have = have.DeepCopy()
-		have.Spec = want.Spec
-		for k, v := range want.Labels {
-			metav1.SetMetaDataLabel(&have.ObjectMeta, k, v)
-		}
-		if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
-			metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationRevisionSince, time.Now().UTC().Format(time.RFC3339))
-		}
-		metav1.SetMetaDataAnnotation(&have.ObjectMeta, AnnotationSpecHash, want.Annotations[AnnotationSpecHash])
-		if err := r.Client.Update(ctx, have); err != nil {
-			return fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
-		}
-		updated = true
-		return nil
-	})
-	switch {
-	case apierrors.IsConflict(err):
-		return "", fmt.Errorf("%w: %w", errWriteRaced, err)
-	case err != nil:
-		return "", err
-	case updated:
-		return "ManifestWorkUpdated", nil
+	if upToDate(have, want) {
+		return "", nil
 	}
-	return "", nil
+	patch, err := workPatch(have, want, time.Now())
+	if err != nil {
+		return "", err
+	}
+	written := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Namespace: have.Namespace, Name: have.Name}}
+	err = r.Client.Patch(ctx, written, client.RawPatch(types.JSONPatchType, patch))
+	switch {
+	case err == nil:
+		return "ManifestWorkUpdated", nil
+	case apierrors.IsNotFound(err):
+		return "", fmt.Errorf("ManifestWork %s/%s deleted: %w", have.Namespace, have.Name, errWriteRaced)
+	case isUnprocessable(err):
+		// Either the spec is invalid, or the patch's test of the UID failed: the work was deleted and
+		// made again since the cache saw it, and whose it is now decides.
+		stored, serr := r.storedWork(ctx, app, want)
+		switch {
+		case serr != nil:
+			return "", serr
+		case stored.UID != have.UID:
+			return "", fmt.Errorf("ManifestWork %s/%s made again since it was read: %w", have.Namespace, have.Name, errWriteRaced)
+		}
+	}
+	return "", fmt.Errorf("update ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
+}
+
+// isUnprocessable reports whether the API server answered 422, as it does for a JSON patch whose test
+// operation fails.
+func isUnprocessable(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// workPatch builds the JSON patch that gives have (as the cache shows it) want's spec, labels and spec
+// hash, and no other change. It holds without a resourceVersion, whatever status was written since:
+// the spec is replaced whole (so nothing of an older spec survives, even if the cache is behind an
+// earlier write of the hub's), labels and annotations are set key by key (others' keys stay), and a
+// test of the UID makes sure the work patched is the one the cache showed as app's.
+// AnnotationRevisionSince is set to now when the spec hash changes.
+func workPatch(have, want *workv1.ManifestWork, now time.Time) ([]byte, error) {
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: string(have.UID)},
+		{Op: "add", Path: "/spec", Value: want.Spec},
+	}
+	set := func(field string, current map[string]string, values map[string]string) {
+		if len(values) == 0 {
+			return
+		}
+		if current == nil {
+			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/" + field, Value: values})
+			return
+		}
+		for _, k := range sortedKeys(values) {
+			if current[k] != values[k] {
+				ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/" + field + "/" + escapeJSONPointer(k), Value: values[k]})
+			}
+		}
+	}
+	set("labels", have.Labels, want.Labels)
+	annotations := map[string]string{AnnotationSpecHash: want.Annotations[AnnotationSpecHash]}
+	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+		annotations[AnnotationRevisionSince] = now.UTC().Format(time.RFC3339)
+	}
+	set("annotations", have.Annotations, annotations)
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch of ManifestWork %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	return patch, nil
+}
+
+// escapeJSONPointer escapes a map key for a JSON pointer (RFC 6901): "~" as "~0", "/" as "~1".
+func escapeJSONPointer(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // setSpecHash records the hash of mw's spec in its AnnotationSpecHash. It is the hash of the spec as

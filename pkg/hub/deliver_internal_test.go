@@ -1,0 +1,173 @@
+package hub
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// The patch that writes a work's new spec holds against whatever the API server stores now: the spec
+// becomes exactly the wanted one even when the stored spec has fields the cache never showed (an
+// earlier write of the hub's), others' labels and annotations and the agent's status stay, and the
+// revision's start moves only with the spec hash. A work made again under the same name is not patched.
+func TestWorkPatchGivesTheStoredWorkExactlyTheWantedSpec(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	manifest := func(s string) workv1.Manifest {
+		return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(s)}}
+	}
+	want := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "shop",
+			Labels:      map[string]string{LabelAppConfigNamespace: "default", LabelAppConfigName: "shop"},
+			Annotations: map[string]string{AnnotationSpecHash: "new"}},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+			manifest(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"prod"}}`)}}},
+	}
+	cached := &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "cluster1", Name: "shop", UID: "uid-1",
+			Labels:      map[string]string{LabelAppConfigNamespace: "default", LabelAppConfigName: "shop", "team": "payments"},
+			Annotations: map[string]string{AnnotationSpecHash: "old", "note": "kept", AnnotationRevisionSince: "2026-11-24T00:00:00Z"}},
+		Spec: workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+			manifest(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"prod"}}`),
+			manifest(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"prod"}}`)}}},
+	}
+	// What the API server stores has moved on since the cache saw it: an earlier write of the hub's
+	// added a delete option and an executor, and the agent wrote a status.
+	stored := cached.DeepCopy()
+	stored.Spec.DeleteOption = &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan}
+	stored.Spec.Executor = &workv1.ManifestWorkExecutor{Subject: workv1.ManifestWorkExecutorSubject{Type: workv1.ExecutorSubjectTypeServiceAccount,
+		ServiceAccount: &workv1.ManifestWorkSubjectServiceAccount{Namespace: "prod", Name: "deployer"}}}
+	stored.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: "AppliedManifestWorkComplete"}}
+
+	patched := applyWorkPatch(t, cached, want, stored, now)
+	if !reflect.DeepEqual(patched.Spec, want.Spec) {
+		t.Errorf("spec after the patch:\n%+v\nwant exactly:\n%+v", patched.Spec, want.Spec)
+	}
+	wantLabels := map[string]string{LabelAppConfigNamespace: "default", LabelAppConfigName: "shop", "team": "payments"}
+	if !reflect.DeepEqual(patched.Labels, wantLabels) {
+		t.Errorf("labels %v, want %v", patched.Labels, wantLabels)
+	}
+	wantAnnotations := map[string]string{AnnotationSpecHash: "new", "note": "kept", AnnotationRevisionSince: now.Format(time.RFC3339)}
+	if !reflect.DeepEqual(patched.Annotations, wantAnnotations) {
+		t.Errorf("annotations %v, want %v", patched.Annotations, wantAnnotations)
+	}
+	if !reflect.DeepEqual(patched.Status, stored.Status) {
+		t.Errorf("status after the patch %+v, want the agent's %+v", patched.Status, stored.Status)
+	}
+
+	t.Run("same hash, new labels", func(t *testing.T) {
+		cached := cached.DeepCopy()
+		cached.Annotations[AnnotationSpecHash] = "new"
+		want := want.DeepCopy()
+		want.Labels["ferry.io/placement"] = "edge"
+		patched := applyWorkPatch(t, cached, want, cached.DeepCopy(), now)
+		if got := patched.Annotations[AnnotationRevisionSince]; got != "2026-11-24T00:00:00Z" {
+			t.Errorf("%s moved to %s with the spec hash unchanged", AnnotationRevisionSince, got)
+		}
+		if patched.Labels["ferry.io/placement"] != "edge" {
+			t.Errorf("labels %v lack the new one", patched.Labels)
+		}
+	})
+	t.Run("no annotations yet", func(t *testing.T) {
+		cached := cached.DeepCopy()
+		cached.Annotations = nil
+		patched := applyWorkPatch(t, cached, want, cached.DeepCopy(), now)
+		if patched.Annotations[AnnotationSpecHash] != "new" || patched.Annotations[AnnotationRevisionSince] == "" {
+			t.Errorf("annotations %v, want the spec hash and the revision's start", patched.Annotations)
+		}
+	})
+	t.Run("made again", func(t *testing.T) {
+		other := stored.DeepCopy()
+		other.UID = "uid-2"
+		patch, err := workPatch(cached, want, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := applyJSONPatch(other, patch); err == nil {
+			t.Error("the patch applied to a work of another UID; want its test to fail")
+		}
+	})
+}
+
+// applyWorkPatch builds the patch from cached to want and applies it to stored as the API server does.
+func applyWorkPatch(t *testing.T, cached, want, stored *workv1.ManifestWork, now time.Time) *workv1.ManifestWork {
+	t.Helper()
+	patch, err := workPatch(cached, want, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := applyJSONPatch(stored, patch)
+	if err != nil {
+		t.Fatalf("apply %s: %v", patch, err)
+	}
+	return patched
+}
+
+func applyJSONPatch(mw *workv1.ManifestWork, patch []byte) (*workv1.ManifestWork, error) {
+	doc, err := json.Marshal(mw)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	patched := &workv1.ManifestWork{}
+	return patched, json.Unmarshal(out, patched)
+}
+
+// The hub's memory of its own writes: a work written moments ago with the hash wanted is not written
+// again while the cache shows it from before — also after the cache caught up with an agent's status
+// write; another hash, an old write or a work deleted since is written.
+func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	app := types.NamespacedName{Namespace: "default", Name: "shop"}
+	work := types.NamespacedName{Namespace: "cluster1", Name: "default.shop"}
+	cached := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10", Annotations: map[string]string{AnnotationSpecHash: "h1"}}}
+	var o ownWrites
+	if o.unseen(app, work, cached, "h2", t0) {
+		t.Fatal("a work never written is unseen")
+	}
+	o.record(app, work, cached, "h2", t0)
+	if !o.unseen(app, work, cached, "h2", t0.Add(time.Second)) {
+		t.Error("the work written over the cached version is not remembered")
+	}
+	reported := cached.DeepCopy() // the agent wrote the status of the version before the hub's write
+	reported.ResourceVersion = "11"
+	if !o.unseen(app, work, reported, "h2", t0.Add(time.Second)) {
+		t.Error("the write is forgotten when the cache shows a status write from before it")
+	}
+	for name, unseen := range map[string]bool{
+		"another hash wanted": o.unseen(app, work, cached, "h3", t0.Add(time.Second)),
+		"the write is old":    o.unseen(app, work, cached, "h2", t0.Add(ownWriteFresh)),
+		"deleted since":       o.unseen(app, work, nil, "h2", t0.Add(time.Second)),
+		"another AppConfig's": o.unseen(types.NamespacedName{Namespace: "default", Name: "other"}, work, cached, "h2", t0),
+	} {
+		if unseen {
+			t.Errorf("%s: the write still counts; want it written again", name)
+		}
+	}
+	created := types.NamespacedName{Namespace: "cluster2", Name: "default.shop"}
+	o.record(app, created, nil, "h2", t0)
+	if !o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
+		t.Error("a work created moments ago, not in the cache yet, is created again")
+	}
+	o.forget(app, created) // this hub deleted it: the cluster left the placement
+	if o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
+		t.Error("a work this hub deleted is not created again when its cluster comes back at once")
+	}
+	o.forgetOld(app, t0.Add(ownWriteFresh))
+	if len(o.byApp) != 0 {
+		t.Errorf("old writes kept: %v", o.byApp)
+	}
+}

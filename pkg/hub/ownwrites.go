@@ -1,0 +1,85 @@
+package hub
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	workv1 "open-cluster-management.io/api/work/v1"
+)
+
+// ownWriteFresh is how long the hub trusts its own write of a work over a cache that does not show it
+// yet: far longer than the cache's lag on a busy API server, short enough that a work someone deleted
+// in the same moment is written again soon.
+const ownWriteFresh = 10 * time.Second
+
+// ownWrite is a ManifestWork write of this hub's: the spec hash written, when, and whether it created
+// the work.
+type ownWrite struct {
+	hash    string
+	at      time.Time
+	created bool
+}
+
+// ownWrites remembers the ManifestWorks this hub wrote in the last ownWriteFresh, by AppConfig. A
+// rollout looks at every work of its AppConfig on each batch of reports; a work it moved a moment ago
+// that the cache still shows from before would be written again — on a fleet reporting while a change
+// rolls over it, twice as many writes as there are changes, each as costly to the API server as the
+// first. Only writes fill it and only delivery passes read it: the hot path, the ManifestWork events,
+// never touches it, and each AppConfig's entries are dropped by its next pass once they are old.
+type ownWrites struct {
+	mu    sync.Mutex
+	byApp map[types.NamespacedName]map[types.NamespacedName]ownWrite
+}
+
+// record remembers that work was written with hash, created when the cache showed none (have nil).
+func (o *ownWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) {
+	w := ownWrite{hash: hash, at: now, created: have == nil}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.byApp == nil {
+		o.byApp = map[types.NamespacedName]map[types.NamespacedName]ownWrite{}
+	}
+	if o.byApp[app] == nil {
+		o.byApp[app] = map[types.NamespacedName]ownWrite{}
+	}
+	o.byApp[app][work] = w
+}
+
+// unseen reports whether this hub wrote work with hash less than ownWriteFresh ago, so that have, the
+// work as the cache shows it, is from before that write: the cache is behind (any version of the work,
+// also one the agent wrote the status of since, shows another hash), or has not shown the created work
+// yet (nil). A work the cache shows gone after an update is not unseen: someone deleted it.
+//
+// The hash, not the resourceVersion, says which write the cache shows: the agents write the works'
+// status all the while, and a cache catching up with one of those writes is still behind the hub's.
+func (o *ownWrites) unseen(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.byApp[app][work]
+	if !ok || w.hash != hash || now.Sub(w.at) >= ownWriteFresh {
+		return false
+	}
+	return have != nil || w.created
+}
+
+// forget drops what is remembered of work: this hub deleted it.
+func (o *ownWrites) forget(app, work types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byApp[app], work)
+}
+
+// forgetOld drops app's writes older than ownWriteFresh, and app with them when none is left.
+func (o *ownWrites) forgetOld(app types.NamespacedName, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for work, w := range o.byApp[app] {
+		if now.Sub(w.at) >= ownWriteFresh {
+			delete(o.byApp[app], work)
+		}
+	}
+	if len(o.byApp[app]) == 0 {
+		delete(o.byApp, app)
+	}
+}
