@@ -143,15 +143,11 @@ func (c *controller) reportNotApplied(ctx context.Context, work *workv1.Manifest
 		cond.Status == metav1.ConditionFalse && cond.Reason == reason && cond.Message == message && cond.ObservedGeneration == work.Generation {
 		return nil
 	}
-	w := work.DeepCopy()
-	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
-		Reason: reason, Message: message, ObservedGeneration: w.Generation})
-	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
-	if err != nil {
-		return err
-	}
-	c.freshWorks.wrote(work.ResourceVersion, updated)
-	return nil
+	status := *work.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionFalse,
+		Reason: reason, Message: message, ObservedGeneration: work.Generation})
+	_, err := c.patchStatus(ctx, work, status)
+	return err
 }
 
 // clusterAnnotation, on an AppliedManifestWork ferry-agent created, names the managed cluster it

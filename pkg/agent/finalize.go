@@ -64,14 +64,13 @@ func (c *controller) markDeleting(ctx context.Context, work *workv1.ManifestWork
 	if meta.IsStatusConditionTrue(work.Status.Conditions, workv1.WorkDeleting) {
 		return work, nil
 	}
-	w := work.DeepCopy()
-	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{Type: workv1.WorkDeleting, Status: metav1.ConditionTrue,
-		Reason: "WorkDeleting", Message: "ManifestWork is being deleted", ObservedGeneration: w.Generation})
-	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	status := *work.Status.DeepCopy()
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: workv1.WorkDeleting, Status: metav1.ConditionTrue,
+		Reason: "WorkDeleting", Message: "ManifestWork is being deleted", ObservedGeneration: work.Generation})
+	updated, err := c.patchStatus(ctx, work, status)
 	if err != nil {
 		return nil, fmt.Errorf("set the Deleting condition: %w", err)
 	}
-	c.freshWorks.wrote(work.ResourceVersion, updated)
 	return updated, nil
 }
 

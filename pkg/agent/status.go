@@ -2,13 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/agent/health"
@@ -52,14 +55,43 @@ func (c *controller) updateStatus(ctx context.Context, work *workv1.ManifestWork
 	if equality.Semantic.DeepEqual(status, work.Status) {
 		return nil
 	}
-	w := work.DeepCopy()
-	w.Status = status
-	updated, err := c.works.UpdateStatus(ctx, w, metav1.UpdateOptions{})
+	_, err := c.patchStatus(ctx, work, status)
+	return err
+}
+
+// patchStatus writes status as the work's status by a merge patch (statusPatch), and returns the work
+// written.
+func (c *controller) patchStatus(ctx context.Context, work *workv1.ManifestWork, status workv1.ManifestWorkStatus) (*workv1.ManifestWork, error) {
+	patch, err := statusPatch(work, status)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	updated, err := c.works.Patch(ctx, work.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return nil, err
 	}
 	c.freshWorks.wrote(work.ResourceVersion, updated)
-	return nil
+	return updated, nil
+}
+
+// statusPatch builds the merge patch that turns work's status into status. It carries no
+// resourceVersion: only this agent writes the status, and the hub writing the spec meanwhile must not
+// make it fail (the conditions say which generation they observed). The work's UID is in it, as OCM's
+// agent sends it, so that the patch cannot land on another work of the same name.
+func statusPatch(work *workv1.ManifestWork, status workv1.ManifestWorkStatus) ([]byte, error) {
+	before, err := json.Marshal(map[string]any{"status": work.Status})
+	if err != nil {
+		return nil, fmt.Errorf("encode the status of ManifestWork %s: %w", work.Name, err)
+	}
+	after, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": work.UID}, "status": status})
+	if err != nil {
+		return nil, fmt.Errorf("encode the status of ManifestWork %s: %w", work.Name, err)
+	}
+	patch, err := jsonpatch.CreateMergePatch(before, after)
+	if err != nil {
+		return nil, fmt.Errorf("build the status patch of ManifestWork %s: %w", work.Name, err)
+	}
+	return patch, nil
 }
 
 // buildStatus computes the status for this round's results, keeping each condition's
