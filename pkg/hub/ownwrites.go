@@ -9,9 +9,11 @@ import (
 )
 
 // ownWriteFresh is how long the hub trusts its own write of a work over a cache that does not show it
-// yet: far longer than the cache's lag on a busy API server, short enough that a work someone deleted
-// in the same moment is written again soon.
-const ownWriteFresh = 10 * time.Second
+// yet: longer than the cache's lag on an API server saturated by a fleet's reports (past 10 s at 1,000
+// clusters on two cores, where every write repeated adds to the lag), short enough that a work someone
+// else changed or deleted in the same moment is written again soon. Only the hub writes a work's spec,
+// and a work it deletes is forgotten at once.
+const ownWriteFresh = 30 * time.Second
 
 // ownWrite is a ManifestWork write of this hub's: the spec hash written, when, and whether it created
 // the work.
