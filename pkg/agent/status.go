@@ -76,8 +76,10 @@ func (c *controller) patchStatus(ctx context.Context, work *workv1.ManifestWork,
 
 // statusPatch builds the merge patch that turns work's status into status. It carries no
 // resourceVersion: only this agent writes the status, and the hub writing the spec meanwhile must not
-// make it fail (the conditions say which generation they observed). The work's UID is in it, as OCM's
-// agent sends it, so that the patch cannot land on another work of the same name.
+// make it fail (the conditions say which generation they observed). The work's UID is in it, so that
+// the patch cannot land on another work of the same name. OCM's agent builds its status patch the same
+// way (sdk-go's patcher: an old → new merge patch with the UID) but by default also sends the
+// resourceVersion, and retries when the hub wrote meanwhile; Ferry deliberately does not.
 func statusPatch(work *workv1.ManifestWork, status workv1.ManifestWorkStatus) ([]byte, error) {
 	before, err := json.Marshal(map[string]any{"status": work.Status})
 	if err != nil {
