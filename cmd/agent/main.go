@@ -12,10 +12,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ferry-mc/ferry/internal/relist"
 	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 func main() {
+	relist.ListThenWatch()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

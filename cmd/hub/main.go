@@ -18,10 +18,12 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/ferry-mc/ferry/internal/relist"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 func main() {
+	relist.ListThenWatch()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newCommand().ExecuteContext(ctx)
 	stop()

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/relist"
 )
 
 // options are the benchmark's flags: every number it runs with.
@@ -47,6 +48,9 @@ type options struct {
 }
 
 func main() {
+	// As ferry-hub: the tracker's informer of every ManifestWork has to fill again under the fleet's
+	// writes when it falls behind.
+	relist.ListThenWatch()
 	if err := newCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
 		os.Exit(1)

@@ -8,10 +8,14 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
-	workinformers "open-cluster-management.io/api/client/work/informers/externalversions/work/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/internal/relist"
 )
 
 // WorkTracker follows every ManifestWork on the hub through one watch, keeping of each only its Work
@@ -33,7 +37,16 @@ type WorkTracker struct {
 // NewWorkTracker returns a tracker of the works client reaches, in every namespace. Start starts it.
 func NewWorkTracker(client workclient.Interface) (*WorkTracker, error) {
 	t := &WorkTracker{works: map[string]*Work{}}
-	t.informer = workinformers.NewManifestWorkInformer(client, "", 0, cache.Indexers{})
+	// As ferry-hub's: LISTs in pages, or a relist of 100,000 works outlasts the API server's timeout.
+	works := client.WorkV1().ManifestWorks(metav1.NamespaceAll)
+	t.informer = cache.NewSharedIndexInformer(relist.Paged(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return works.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return works.Watch(ctx, opts)
+		},
+	}), &workv1.ManifestWork{}, 0, cache.Indexers{})
 	if err := t.informer.SetTransform(t.slim); err != nil {
 		return nil, fmt.Errorf("work tracker: %w", err)
 	}

@@ -1,0 +1,104 @@
+package relist
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TestPagedRelistAtAResourceVersionReadsEverythingInPages is the list an informer makes when it has
+// fallen behind its watch: at the resourceVersion it last saw. client-go asks for that in one response;
+// through Paged it comes in pages of PageSize, each a request of its own, and the informer still gets
+// every object, at one resourceVersion.
+func TestPagedRelistAtAResourceVersionReadsEverythingInPages(t *testing.T) {
+	cfg := *shared.Get(t).Hub.Config
+	cfg.QPS, cfg.Burst = -1, -1
+	client := kubernetes.NewForConfigOrDie(&cfg)
+	ctx := t.Context()
+
+	const namespace, n = "paged", 2*PageSize + 200
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() error {
+			_, err := client.CoreV1().ConfigMaps(namespace).Create(gctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%04d", i), Namespace: namespace}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("create ConfigMaps: %v", err)
+	}
+	seen, err := client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var requests, largest int
+	lw := Paged(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			list, err := client.CoreV1().ConfigMaps(namespace).List(ctx, opts)
+			if err == nil {
+				mu.Lock()
+				requests++
+				largest = max(largest, len(list.Items))
+				mu.Unlock()
+			}
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().ConfigMaps(namespace).Watch(ctx, opts)
+		},
+	}).(cache.ListerWatcherWithContext)
+
+	// As client-go's reflector relists: at the last resourceVersion seen, no limit.
+	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: seen.ResourceVersion})
+	if err != nil {
+		t.Fatalf("relist: %v", err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != len(seen.Items) || len(items) < n {
+		t.Errorf("the relist returned %d objects; want all %d", len(items), len(seen.Items))
+	}
+	if rv, err := meta.NewAccessor().ResourceVersion(list); err != nil || rv == "" {
+		t.Errorf("the relist has no resourceVersion to watch from (%q, %v)", rv, err)
+	}
+	if min := (len(seen.Items) + PageSize - 1) / PageSize; requests < min || largest > PageSize {
+		t.Errorf("the relist took %d requests of at most %d objects each; want at least %d, of at most %d", requests, largest, min, PageSize)
+	}
+
+	// A relist at that same resourceVersion later gets the objects as they are now, as an unpaged
+	// relist does: not as they were at that version.
+	if _, err := client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err = lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: seen.ResourceVersion})
+	if err != nil {
+		t.Fatalf("relist: %v", err)
+	}
+	if items, err = meta.ExtractList(list); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != len(seen.Items)+1 {
+		t.Errorf("a relist at resourceVersion %s after one more ConfigMap returned %d objects; want %d: the objects as they are now",
+			seen.ResourceVersion, len(items), len(seen.Items)+1)
+	}
+}
