@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,17 +79,17 @@ func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, am
 			rest = append(rest, m)
 		}
 	}
-	sem := make(chan struct{}, applyParallelism)
-	var wg sync.WaitGroup
+	// Each manifest's outcome goes to its own result (by ordinal), never to the group's error: one
+	// failing object must not stop the others.
+	var g errgroup.Group
+	g.SetLimit(applyParallelism)
 	for _, m := range rest {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			c.applyOne(ctx, a, m)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	c.settled.trim(work.Name, len(ms))
 	return a.results, a.next
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/dynamic"
@@ -162,14 +163,14 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 	// trip instead of two, which is most of a new work's latency.
 	var amw *workv1.AppliedManifestWork
 	var amwErr error
-	amwDone := make(chan struct{})
+	var beside errgroup.Group // errors are kept apart: each is handled on its own below
 	read := work
-	go func() {
-		defer close(amwDone)
+	beside.Go(func() error {
 		amw, amwErr = c.ensureAppliedWork(ctx, read)
-	}()
+		return nil
+	})
 	work, err = c.ensureFinalizer(ctx, work)
-	<-amwDone
+	_ = beside.Wait()
 	if err != nil {
 		return nextStep{}, fmt.Errorf("add finalizer: %w", err)
 	}
@@ -191,14 +192,14 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 	}
 	// Likewise the spoke's record of what was applied and the hub's status.
 	var removing bool
-	syncDone := make(chan error, 1)
-	go func() {
+	var record errgroup.Group
+	record.Go(func() error {
 		var err error
 		removing, err = c.syncAppliedWork(ctx, work, amw, results)
-		syncDone <- err
-	}()
+		return err
+	})
 	statusErr := c.updateStatus(ctx, work, results)
-	if err := <-syncDone; err != nil {
+	if err := record.Wait(); err != nil {
 		return nextStep{}, err
 	}
 	if statusErr != nil {
