@@ -118,18 +118,11 @@ func sameObject(a, b workv1.ManifestResourceMeta) bool {
 	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
 }
 
-// strategyOf is the update strategy manifestConfigs give the object id names, as the agent matches
-// them: the first config of the same group, resource, namespace and name; Update when none matches or
-// it sets no strategy.
+// strategyOf is the update strategy manifestConfigs give the object id names, read as the agent reads
+// them (v1alpha2.ManifestConfigFor, wildcards included); Update when none sets one.
 func strategyOf(configs []workv1.ManifestConfigOption, id workv1.ResourceIdentifier) string {
-	for _, c := range configs {
-		if c.ResourceIdentifier != id {
-			continue
-		}
-		if c.UpdateStrategy != nil && c.UpdateStrategy.Type != "" {
-			return string(c.UpdateStrategy.Type)
-		}
-		break
+	if c := v1alpha2.ManifestConfigFor(configs, id); c != nil && c.UpdateStrategy != nil && c.UpdateStrategy.Type != "" {
+		return string(c.UpdateStrategy.Type)
 	}
 	return string(workv1.UpdateStrategyTypeUpdate)
 }

@@ -142,7 +142,7 @@ func TestForWork(t *testing.T) {
 		want:       []manifestRow{{"ConfigMap", "hello/greeting", "Update", T, T, v1alpha2.HealthUnknown, ReasonHealthNotReported}},
 		wantHealth: v1alpha2.HealthUnknown,
 	}, {
-		name: "the first manifestConfig of an object decides its strategy, as the agent matches them",
+		name: "of an object's manifestConfigs, the first that sets a strategy decides it, as the agent reads them",
 		work: func(t *testing.T) *workv1.ManifestWork {
 			mw := reported(work(t, "cluster1", 1, configMap), healthyReport(configMap, 0, 1))
 			first := strategy(configMap, "")
@@ -150,7 +150,18 @@ func TestForWork(t *testing.T) {
 			mw.Spec.ManifestConfigs = []workv1.ManifestConfigOption{first, strategy(configMap, workv1.UpdateStrategyTypeCreateOnly)}
 			return mw
 		},
-		want:       []manifestRow{{"ConfigMap", "hello/greeting", "Update", T, T, v1alpha2.Healthy, ""}},
+		want:       []manifestRow{{"ConfigMap", "hello/greeting", "CreateOnly", T, T, v1alpha2.Healthy, ""}},
+		wantHealth: v1alpha2.Healthy, wantHealthy: true,
+	}, {
+		name: "a manifestConfig naming objects with \"*\" gives them its strategy, as the agent applies them",
+		work: func(t *testing.T) *workv1.ManifestWork {
+			mw := reported(work(t, "cluster1", 1, configMap), healthyReport(configMap, 0, 1))
+			any := strategy(configMap, workv1.UpdateStrategyTypeReadOnly)
+			any.ResourceIdentifier.Namespace, any.ResourceIdentifier.Name = "*", "*"
+			mw.Spec.ManifestConfigs = []workv1.ManifestConfigOption{any}
+			return mw
+		},
+		want:       []manifestRow{{"ConfigMap", "hello/greeting", "ReadOnly", T, T, v1alpha2.Healthy, ""}},
 		wantHealth: v1alpha2.Healthy, wantHealthy: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
@@ -167,7 +168,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 		ns = ""
 	}
 	r.meta.Resource, r.meta.Namespace = mapping.Resource.Resource, ns
-	r.config = configFor(a.work.Spec.ManifestConfigs, r.identifier())
+	r.config = v1alpha2.ManifestConfigFor(a.work.Spec.ManifestConfigs, r.identifier())
 	if c.watches != nil && (ns != "" || mapping.Scope.Name() != meta.RESTScopeNameNamespace) {
 		// (A namespaced manifest without a namespace fails below; it must not start a cluster-wide watch.)
 		c.watches.watch(mapping.Resource, ns)

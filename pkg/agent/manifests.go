@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,64 +68,4 @@ func rank(m manifest) int {
 		return 1
 	}
 	return 2
-}
-
-// configFor returns the manifest's configuration as OCM's agent reads manifestConfigs: every entry whose
-// resourceIdentifier names the object counts, in order — group and resource exactly, name and namespace
-// as patterns in which "*" stands for any run of characters — and the first matching entry that sets
-// each of updateStrategy, feedbackRules and conditionRules gives it, while feedbackScrapeType is the last
-// matching entry's. nil when no entry sets anything.
-func configFor(configs []workv1.ManifestConfigOption, id workv1.ResourceIdentifier) *workv1.ManifestConfigOption {
-	var out *workv1.ManifestConfigOption
-	for i := range configs {
-		c := &configs[i]
-		if !identifies(c.ResourceIdentifier, id) {
-			continue
-		}
-		if out == nil {
-			out = &workv1.ManifestConfigOption{ResourceIdentifier: id}
-		}
-		if out.UpdateStrategy == nil {
-			out.UpdateStrategy = c.UpdateStrategy
-		}
-		if len(out.FeedbackRules) == 0 {
-			out.FeedbackRules = c.FeedbackRules
-		}
-		if len(out.ConditionRules) == 0 {
-			out.ConditionRules = c.ConditionRules
-		}
-		out.FeedbackScrapeType = c.FeedbackScrapeType
-	}
-	if out == nil || (out.UpdateStrategy == nil && len(out.FeedbackRules) == 0 && len(out.ConditionRules) == 0) {
-		return nil
-	}
-	return out
-}
-
-// identifies reports whether a manifestConfigs resourceIdentifier names the object id.
-func identifies(pattern, id workv1.ResourceIdentifier) bool {
-	return pattern.Group == id.Group && pattern.Resource == id.Resource &&
-		wildcardMatch(pattern.Namespace, id.Namespace) && wildcardMatch(pattern.Name, id.Name)
-}
-
-// wildcardMatch reports whether s matches pattern, in which each "*" stands for any run of characters
-// (none included) and everything else for itself.
-func wildcardMatch(pattern, s string) bool {
-	if !strings.Contains(pattern, "*") {
-		return pattern == s
-	}
-	parts := strings.Split(pattern, "*")
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }

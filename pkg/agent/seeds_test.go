@@ -482,6 +482,12 @@ func TestServerSideApplyIgnoreFieldsOnSpokePresentKeepsAnotherClientsScale(t *te
 		metav1.PatchOptions{FieldManager: "hpa-controller"}); err != nil {
 		t.Fatal(err)
 	}
+	// The scale settles first: while its pods start, the Deployment's status changes, and the agent
+	// reports that change (a hub write that is the work's health, not a resync's).
+	f.eventually("the scale to 5 rolled out", func(ctx context.Context) (bool, error) {
+		d, err := f.kube.AppsV1().Deployments(f.cluster).Get(ctx, "web", metav1.GetOptions{})
+		return err == nil && d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == 5 && d.Status.AvailableReplicas == 5, err
+	})
 	if hub, spoke := f.writesOfQuietResyncs(2); hub != 0 || spoke != 0 {
 		t.Errorf("resyncs after the scale wrote %d times to the hub and %d times to the spoke, want 0", hub, spoke)
 	}
