@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	workv1 "open-cluster-management.io/api/work/v1"
+
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
@@ -74,25 +76,46 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 	}
 }
 
-// Only an apply that wrote nothing and failed nothing is kept; a later write or failure drops what was
-// kept, so that the next apply reads the object.
-func TestOnlyAppliesThatWroteNothingSettle(t *testing.T) {
+// A failed or held-back apply, a CustomResourceDefinition and an ApplyOnceForce write are not kept, and
+// drop what was kept, so that the next apply reads the object.
+func TestOnlyAppliesThatSucceededSettle(t *testing.T) {
 	key := settledKey{generation: 1}
 	crd := settledTestObject("5")
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
+	force := &workv1.ManifestConfigOption{UpdateStrategy: &workv1.UpdateStrategy{Type: workv1.UpdateStrategyType(apply.ApplyOnceForce)}}
 	for name, r := range map[string]*manifestResult{
-		"created":                    {result: apply.Result{Operation: apply.Created, Object: settledTestObject("7")}},
-		"updated":                    {result: apply.Result{Operation: apply.Updated, Object: settledTestObject("7")}},
 		"failed":                     {result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}, err: errors.New("conflict")},
 		"waiting":                    {waiting: "waiting for the CRD"},
 		"a CustomResourceDefinition": {result: apply.Result{Operation: apply.Unchanged, Object: crd}},
+		"written by ApplyOnceForce":  {config: force, result: apply.Result{Operation: apply.Created, Object: settledTestObject("7")}},
+		"a write without a version":  {result: apply.Result{Operation: apply.Updated, Object: settledTestObject("")}},
 	} {
 		s := newSettledObjects()
 		s.record("w", key, &manifestResult{result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
 		s.record("w", key, r)
 		if _, ok := s.lookup("w", 0, key, settledTestObject("7")); ok {
 			t.Errorf("%s: kept as settled", name)
+		}
+	}
+}
+
+// A write is kept at the version it returned, as what applying again would find: Unchanged. The read
+// that would follow the write's own watch event is then not made.
+func TestAWriteSettlesAtTheVersionItWrote(t *testing.T) {
+	key := settledKey{generation: 1}
+	for _, op := range []apply.Operation{apply.Created, apply.Updated} {
+		s := newSettledObjects()
+		s.record("w", key, &manifestResult{result: apply.Result{Operation: op, Object: settledTestObject("7")}})
+		kept, ok := s.lookup("w", 0, key, settledTestObject("7"))
+		if !ok {
+			t.Fatalf("%s: the object at the version written was not taken as settled", op)
+		}
+		if kept.result.Operation != apply.Unchanged {
+			t.Errorf("%s: taken again as %s, want Unchanged", op, kept.result.Operation)
+		}
+		if _, ok := s.lookup("w", 0, key, settledTestObject("8")); ok {
+			t.Errorf("%s: taken as settled after the object changed", op)
 		}
 	}
 }
