@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -25,60 +25,83 @@ const (
 	Degraded Health = "degraded"
 )
 
-// Status is the status ferry-agent writes for w when its objects are in state h, condition for
-// condition: per manifest Applied, Available, StatusFeedbackSynced with the WellKnownStatus values
-// where the work asks for feedback, and the health conditions Progressing and Degraded; for the work
-// Applied, Available, and the manifests' health aggregated as the agent aggregates it. Every condition
-// is about w's generation and changed at now.
+// Status is the status ferry-agent writes for w when its objects are in state h: built by the agent's
+// own status builder (agent.BuildStatus) from what the agent would have found — every object applied
+// and present, the WellKnownStatus feedback values where the work asks for feedback, and the health
+// conditions its health evaluator gives the objects in state h (spokeObject). Every condition is about
+// w's generation and changed at now.
 func Status(w *Work, h Health, now time.Time) workv1.ManifestWorkStatus {
 	gen := w.Generation
-	at := metav1.NewTime(now.Truncate(time.Second)) // what the API stores of it
-	condition := func(typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen, LastTransitionTime: at}
-	}
 	degraded := degradedOrdinals(w, h)
-	var status workv1.ManifestWorkStatus
+	outcomes := make([]agent.ManifestOutcome, 0, len(w.Manifests))
 	for _, m := range w.Manifests {
 		failed := degraded[m.Meta.Ordinal]
-		mc := workv1.ManifestCondition{ResourceMeta: m.Meta, Conditions: []metav1.Condition{
-			condition(workv1.ManifestApplied, metav1.ConditionTrue, agent.ReasonAppliedManifestComplete, "Apply manifest complete"),
-			condition(workv1.ManifestAvailable, metav1.ConditionTrue, agent.ReasonResourceAvailable, "Resource is available"),
-		}}
+		o := agent.ManifestOutcome{Meta: m.Meta, Present: true, Health: healthOf.Conditions(spokeObject(m, failed), nil, gen)}
 		if m.Feedback {
-			mc.StatusFeedbacks.Values = feedbackValues(m, failed)
-			mc.Conditions = append(mc.Conditions, condition(agent.ConditionStatusFeedbackSynced, metav1.ConditionTrue,
-				agent.ReasonStatusFeedbackSynced, "Status feedback is synced"))
+			o.Config = &wellKnownFeedback
+			o.Feedback = feedbackValues(m, failed)
 		}
-		// As the agent reads the object with kstatus: current, or failed (Degraded, and Progressing still,
-		// as pkg/agent/health reports a failure).
-		if failed {
-			msg := "Resource failed"
-			if m.Meta.Kind == "Deployment" {
-				msg = "Progress deadline exceeded"
-			}
-			mc.Conditions = append(mc.Conditions,
-				condition(workv1.ManifestProgressing, metav1.ConditionTrue, health.ReasonFailed, msg),
-				condition(workv1.ManifestDegraded, metav1.ConditionTrue, health.ReasonFailed, msg))
-		} else {
-			msg := "Resource is current"
-			if m.Meta.Kind == "Deployment" {
-				msg = fmt.Sprintf("Deployment is available. Replicas: %d", m.Replicas)
-			}
-			mc.Conditions = append(mc.Conditions,
-				condition(workv1.ManifestProgressing, metav1.ConditionFalse, health.ReasonCurrent, msg),
-				condition(workv1.ManifestDegraded, metav1.ConditionFalse, health.ReasonCurrent, msg))
+		outcomes = append(outcomes, o)
+	}
+	status := agent.BuildStatus(&workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Generation: gen}}, outcomes)
+	// The builder stamps a new condition with the time it runs; a simulated report is dated when it is
+	// sent, in the whole seconds the API stores.
+	at := metav1.NewTime(now.Truncate(time.Second))
+	for i := range status.Conditions {
+		status.Conditions[i].LastTransitionTime = at
+	}
+	for i := range status.ResourceStatus.Manifests {
+		for j := range status.ResourceStatus.Manifests[i].Conditions {
+			status.ResourceStatus.Manifests[i].Conditions[j].LastTransitionTime = at
 		}
-		status.ResourceStatus.Manifests = append(status.ResourceStatus.Manifests, mc)
 	}
-	for _, c := range health.Aggregate(status.ResourceStatus.Manifests, gen) {
-		c.LastTransitionTime = at
-		meta.SetStatusCondition(&status.Conditions, c)
-	}
-	status.Conditions = append(status.Conditions,
-		condition(workv1.WorkApplied, metav1.ConditionTrue, agent.ReasonWorkApplied, "Apply manifest work complete"),
-		condition(workv1.WorkAvailable, metav1.ConditionTrue, agent.ReasonWorkAvailable, "All resources are available"))
 	return status
 }
+
+// healthOf is the agent's health evaluator (kstatus, and CEL for conditionRules; safe for concurrent use).
+var healthOf = func() *health.Evaluator {
+	e, err := health.New()
+	if err != nil {
+		panic(fmt.Sprintf("the agent's health evaluator: %v", err)) // its built-in programs compile, or nothing works
+	}
+	return e
+}()
+
+// spokeObject is the object of manifest m as the spoke would hold it, settled (failed: false) or failed.
+// A Deployment carries the status its controller writes: every replica ready and available, or none
+// and past its progress deadline. Any other kind is as created; a failed one says so with kstatus's
+// Stalled condition.
+func spokeObject(m Manifest, failed bool) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: m.Meta.Group, Version: m.Meta.Version, Kind: m.Meta.Kind})
+	obj.SetNamespace(m.Meta.Namespace)
+	obj.SetName(m.Meta.Name)
+	obj.SetGeneration(1)
+	switch {
+	case m.Meta.Group == "apps" && m.Meta.Kind == "Deployment":
+		ready := m.Replicas
+		progressing := map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}
+		available := map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}
+		if failed {
+			ready = 0
+			progressing = map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}
+			available = map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}
+		}
+		obj.Object["spec"] = map[string]any{"replicas": m.Replicas}
+		obj.Object["status"] = map[string]any{"observedGeneration": int64(1), "replicas": m.Replicas, "updatedReplicas": m.Replicas,
+			"readyReplicas": ready, "availableReplicas": ready, "conditions": []any{available, progressing}}
+	case failed:
+		obj.Object["status"] = map[string]any{"conditions": []any{
+			map[string]any{"type": "Stalled", "status": "True", "reason": "Failed", "message": "Resource failed"}}}
+	case m.Meta.Group == "" && m.Meta.Kind == "Service":
+		obj.Object["spec"] = map[string]any{"type": "ClusterIP"}
+	}
+	return obj
+}
+
+// wellKnownFeedback is the manifestConfig of a manifest whose WellKnownStatus feedback the hub asks:
+// the builder reports feedback for a manifest with feedback rules.
+var wellKnownFeedback = workv1.ManifestConfigOption{FeedbackRules: []workv1.FeedbackRule{{Type: workv1.WellKnownStatusType}}}
 
 // degradedOrdinals are the manifests a Degraded work reports as failed: its workloads (the manifests
 // it asks feedback of), or its first manifest when it asks none.

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -94,6 +96,52 @@ func statusPatch(work *workv1.ManifestWork, status workv1.ManifestWorkStatus) ([
 		return nil, fmt.Errorf("build the status patch of ManifestWork %s: %w", work.Name, err)
 	}
 	return patch, nil
+}
+
+// ManifestOutcome is what became of one manifest of a work on the spoke, in the terms its status reports.
+type ManifestOutcome struct {
+	// Meta identifies the manifest (ordinal) and the object it is, with its resource.
+	Meta workv1.ManifestResourceMeta
+	// Config is the work's manifestConfig for the object (nil: none): its feedback rules decide what
+	// feedback is reported.
+	Config *workv1.ManifestConfigOption
+	// Present: the object is on the spoke.
+	Present bool
+	// Err is why the manifest could not be applied (nil: it was).
+	Err error
+	// Health is the object's health conditions (Progressing, Degraded, and those of conditionRules),
+	// about the work's generation.
+	Health []metav1.Condition
+	// Feedback is what the feedback rules read from the object, and FeedbackErr why some could not.
+	Feedback    []workv1.FeedbackValue
+	FeedbackErr error
+}
+
+// BuildStatus is the status ferry-agent writes for work when its manifests came to outcomes (one per
+// manifest, in spec order), each condition's lastTransitionTime kept from work's status where its
+// status did not change. It is the agent's own status builder, for callers that must report exactly as
+// the agent does without applying anything: the fleet simulator of bench-fleet.
+func BuildStatus(work *workv1.ManifestWork, outcomes []ManifestOutcome) workv1.ManifestWorkStatus {
+	results := make([]manifestResult, len(outcomes))
+	for i, o := range outcomes {
+		r := &results[i]
+		r.meta, r.config, r.err = o.Meta, o.Config, o.Err
+		r.health, r.feedback, r.feedbackErr = o.Health, o.Feedback, o.FeedbackErr
+		r.result.Operation = apply.Unchanged
+		if o.Present {
+			r.result.Object = presentObject(o.Meta)
+		}
+	}
+	return buildStatus(work, results)
+}
+
+// presentObject stands for an object that is on the spoke, where only its presence is reported.
+func presentObject(m workv1.ManifestResourceMeta) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Group: m.Group, Version: m.Version, Kind: m.Kind})
+	obj.SetNamespace(m.Namespace)
+	obj.SetName(m.Name)
+	return obj
 }
 
 // buildStatus computes the status for this round's results, keeping each condition's
