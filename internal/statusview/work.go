@@ -33,8 +33,8 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 	w := Work{
 		Cluster:   mw.Namespace,
 		Name:      mw.Name,
-		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, gen),
-		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, gen),
+		Applied:   v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkApplied, gen),
+		Available: v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkAvailable, gen),
 		Manifests: []Manifest{},
 	}
 	reports := map[int32]*workv1.ManifestCondition{}
@@ -88,12 +88,11 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 		}
 		return m
 	}
+	// Read as the hub reads it for the AppConfig's status, so that the two never disagree.
 	gen := mw.Generation
-	applied := manifestCondition(report.Conditions, workv1.ManifestApplied, gen)
-	available := manifestCondition(report.Conditions, workv1.ManifestAvailable, gen)
-	var unhealthy *metav1.Condition
-	m.Applied, m.Available = statusOf(applied), statusOf(available)
-	m.Health, unhealthy = v1alpha2.ManifestHealth(report.Conditions, gen)
+	r := v1alpha2.ReadManifestReport(report.Conditions, gen)
+	applied, available, unhealthy := r.AppliedCondition, r.AvailableCondition, r.Unhealthy
+	m.Applied, m.Available, m.Health = r.Applied, r.Available, r.Health
 	for _, v := range report.StatusFeedbacks.Values {
 		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValueOf(v))
 	}

@@ -3,21 +3,11 @@ package hub
 import (
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
-
-// clusterFine: the cluster's current objects are all applied, available and healthy.
-func clusterFine(cs v1alpha2.ClusterStatus) bool {
-	return cs.Applied == metav1.ConditionTrue && cs.Available == metav1.ConditionTrue && cs.Health == v1alpha2.Healthy
-}
-
-func manifestFine(m v1alpha2.ManifestStatus) bool {
-	return m.Applied == metav1.ConditionTrue && m.Available == metav1.ConditionTrue && m.Health == v1alpha2.Healthy
-}
 
 // notFineEntry is a cluster as the AppConfig's status lists it: its current manifests that are not
 // fine, the first v1alpha2.MaxManifestsListed by ordinal, messages cut to v1alpha2.MaxMessageLength.
@@ -25,7 +15,7 @@ func notFineEntry(cs v1alpha2.ClusterStatus, current map[string]bool) v1alpha2.C
 	all := cs.Manifests
 	cs.Manifests = nil
 	for _, m := range all {
-		if manifestFine(m) || (len(current) > 0 && !current[m.Kind+"/"+m.Name]) {
+		if m.Fine() || (len(current) > 0 && !current[m.Kind+"/"+m.Name]) {
 			continue
 		}
 		if len(cs.Manifests) == v1alpha2.MaxManifestsListed {
@@ -68,28 +58,26 @@ func cutMessage(msg string, limit int, mark string) string {
 // feedback.
 func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {
 	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
-		Applied:   conditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
-		Available: conditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
+		Applied:   v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
+		Available: v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
 	var appliedBuf, availableBuf [8]metav1.ConditionStatus
 	var healthsBuf [8]v1alpha2.Health
 	applied, available, healths := appliedBuf[:0], availableBuf[:0], healthsBuf[:0]
 	for _, m := range mw.Status.ResourceStatus.Manifests {
+		r := v1alpha2.ReadManifestReport(m.Conditions, mw.Generation)
 		ms := v1alpha2.ManifestStatus{
 			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
-			Applied:   manifestConditionStatus(m.Conditions, workv1.ManifestApplied, mw.Generation),
-			Available: manifestConditionStatus(m.Conditions, workv1.ManifestAvailable, mw.Generation),
+			Applied: r.Applied, Available: r.Available, Health: r.Health,
 		}
-		var why *metav1.Condition
-		ms.Health, why = v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
 		if detail {
 			ms.APIVersion = m.ResourceMeta.Version
 			if m.ResourceMeta.Group != "" {
 				ms.APIVersion = m.ResourceMeta.Group + "/" + m.ResourceMeta.Version
 			}
-			if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status != metav1.ConditionTrue {
+			if c := r.AppliedCondition; c != nil && c.Status != metav1.ConditionTrue {
 				ms.Message = c.Message
-			} else if why != nil {
-				ms.Message = why.Message
+			} else if r.Unhealthy != nil {
+				ms.Message = r.Unhealthy.Message
 			}
 			for _, v := range m.StatusFeedbacks.Values {
 				ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
@@ -127,24 +115,4 @@ func aggregate(statuses []metav1.ConditionStatus, want int) metav1.ConditionStat
 		return metav1.ConditionTrue
 	}
 	return metav1.ConditionUnknown
-}
-
-// conditionStatus is the status of condition typ, Unknown when missing or (gen >= 0) about an older
-// generation.
-func conditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || (gen >= 0 && c.ObservedGeneration != gen) {
-		return metav1.ConditionUnknown
-	}
-	return c.Status
-}
-
-// manifestConditionStatus is conditionStatus for a manifest's condition, which agents that do not
-// record the generation (observedGeneration 0) report too.
-func manifestConditionStatus(conds []metav1.Condition, typ string, gen int64) metav1.ConditionStatus {
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || (c.ObservedGeneration != 0 && c.ObservedGeneration != gen) {
-		return metav1.ConditionUnknown
-	}
-	return c.Status
 }

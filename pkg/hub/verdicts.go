@@ -151,7 +151,7 @@ func count(b bool) int {
 func judge(mw *workv1.ManifestWork, current map[string]bool) workVerdict {
 	cs := clusterStatus(mw, current, false)
 	return workVerdict{work: mw, applied: cs.Applied == metav1.ConditionTrue, available: cs.Available == metav1.ConditionTrue,
-		healthy: cs.Health == v1alpha2.Healthy, fine: clusterFine(cs)}
+		healthy: cs.Health == v1alpha2.Healthy, fine: cs.Fine()}
 }
 
 // judgeAll judges every work again against the objects rendered now.

@@ -117,7 +117,7 @@ func judgeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app types.N
 		applied += count(cs.Applied == metav1.ConditionTrue)
 		available += count(cs.Available == metav1.ConditionTrue)
 		healthy += count(cs.Health == v1alpha2.Healthy)
-		if !clusterFine(cs) {
+		if !cs.Fine() {
 			notFine++
 			if len(listed) < v1alpha2.MaxClustersListed {
 				listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
