@@ -39,7 +39,9 @@ func WorkConditionStatus(conds []metav1.Condition, typ string, gen int64) metav1
 	return c.Status
 }
 
-// ManifestReport is what an agent's report of one manifest says about a work's generation.
+// ManifestReport is what an agent's report of one manifest says about a work's generation. It is a
+// reading, not a stored type: no deepcopy.
+// +kubebuilder:object:generate=false
 type ManifestReport struct {
 	// Applied and Available are the statuses of the manifest's conditions of those types; Unknown when
 	// not reported for the generation.
