@@ -151,7 +151,9 @@ func configMapWorks(f *agentFixture, n, perWork int) []*workv1.ManifestWork {
 		for j := range perWork {
 			manifests = append(manifests, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: cm-%03d-%d, namespace: "{{ns}}"}, data: {k: "v"}}`, i, j))
 		}
-		ws[i] = f.work(fmt.Sprintf("w-%03d", i), manifests...)
+		// Named after the cluster: the spoke's AppliedManifestWork of a work is named after the hub and the
+		// work alone, so two agents of one hub on this shared spoke must not both have a work "w-000".
+		ws[i] = f.work(fmt.Sprintf("%s-w-%03d", f.cluster, i), manifests...)
 	}
 	return ws
 }

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // A hub without the ManifestWork schema (or an older one) can hand the agent manifests that are not
@@ -50,5 +52,29 @@ func TestApplyOrderPutsNamespacesThenCRDsFirst(t *testing.T) {
 	}
 	if want := []int32{2, 1, 0, 3}; !slices.Equal(got, want) {
 		t.Errorf("apply order = %v, want %v", got, want)
+	}
+}
+
+// A manifest decodes to the same object whether it comes as JSON (as the API server hands it over) or
+// as YAML: the JSON path gives the values the YAML path gave before it existed, numbers included.
+func TestJSONAndYAMLManifestsDecodeAlike(t *testing.T) {
+	for _, tc := range []struct{ json, yaml string }{
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"a":"1"}},"spec":{"replicas":3,"x":1.5,"big":9007199254740993,"on":true,"none":null,"list":[1,"two",{"k":"v"}]}}`,
+			"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {a: \"1\"}}\nspec: {replicas: 3, x: 1.5, big: 9007199254740993, \"on\": true, none: null, list: [1, two, {k: v}]}\n"},
+		{` {"kind":"ConfigMap","data":{"k":"line\nbreak \u00e9"}}`, "kind: ConfigMap\ndata: {k: \"line\\nbreak \u00e9\"}\n"},
+	} {
+		var fromJSON, fromYAML, viaYAML map[string]any
+		if err := decodeObject([]byte(tc.json), &fromJSON); err != nil {
+			t.Fatalf("JSON: %v", err)
+		}
+		if err := decodeObject([]byte(tc.yaml), &fromYAML); err != nil {
+			t.Fatalf("YAML: %v", err)
+		}
+		if err := yaml.Unmarshal([]byte(tc.json), &viaYAML); err != nil {
+			t.Fatalf("JSON read as YAML: %v", err)
+		}
+		if !reflect.DeepEqual(fromJSON, viaYAML) || !reflect.DeepEqual(fromJSON, fromYAML) {
+			t.Errorf("decoded differently:\n JSON %#v\n JSON as YAML %#v\n YAML %#v", fromJSON, viaYAML, fromYAML)
+		}
 	}
 }

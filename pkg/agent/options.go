@@ -39,6 +39,7 @@ const (
 	flagStatusSyncInterval = "status-sync-interval"
 	flagWorkers            = "workers"
 	flagMetricsBindAddress = "metrics-bind-address"
+	flagPprofBindAddress   = "pprof-bind-address"
 	flagHealthBindAddress  = "health-probe-bind-address"
 
 	flagLeaderElectionNamespace     = "leader-election-namespace"
@@ -132,6 +133,9 @@ type Options struct {
 	// health probes on; "0" turns either off.
 	MetricsBindAddress     string
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof profiles when set (not "" or "0"), as ferry-hub's
+	// flag of the same name: for a person investigating the agent's memory or processor time.
+	PprofBindAddress string
 	// HubWatchInterval is how often the hub kubeconfig files are checked for a change that needs new
 	// hub clients (and TerminateOnFiles for any change). Not a flag; zero means every 10 seconds.
 	HubWatchInterval time.Duration
@@ -247,6 +251,7 @@ func NewOptions() *Options {
 		Workers:                                DefaultWorkers,
 		MetricsBindAddress:                     DefaultMetricsBindAddress,
 		HealthProbeBindAddress:                 DefaultHealthProbeBindAddress,
+		PprofBindAddress:                       "0",
 		WorkloadSourceDriver:                   WorkloadSourceKube,
 		MaxJSONRawLength:                       1024, // OCM's default
 		AppliedManifestWorkEvictionGracePeriod: DefaultEvictionGracePeriod,
@@ -287,6 +292,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"host:port to serve Prometheus metrics on; 0 turns them off.")
 	fs.StringVar(&o.HealthProbeBindAddress, flagHealthBindAddress, o.HealthProbeBindAddress,
 		"host:port to serve /healthz and /readyz on; 0 turns them off.")
+	fs.StringVar(&o.PprofBindAddress, flagPprofBindAddress, o.PprofBindAddress,
+		"host:port to serve Go's /debug/pprof profiles on (memory, CPU) for a person investigating; 0 turns them off.")
 
 	fs.StringVar(&o.WorkloadSourceDriver, flagWorkloadSourceDriver, o.WorkloadSourceDriver,
 		"Where ManifestWorks come from, as OCM's work agent: only kube (the hub's API server) is supported.")
@@ -521,6 +528,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := validateBindAddress(flagHealthBindAddress, o.HealthProbeBindAddress); err != nil {
+		return err
+	}
+	if err := validateBindAddress(flagPprofBindAddress, o.PprofBindAddress); err != nil {
 		return err
 	}
 	return o.validateLeaderElection()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if err := serve(ctx, o.MetricsBindAddress, promhttp.Handler()); err != nil {
 		return fmt.Errorf("--%s: %w", flagMetricsBindAddress, err)
+	}
+	if err := serve(ctx, o.PprofBindAddress, pprofHandler()); err != nil {
+		return fmt.Errorf("--%s: %w", flagPprofBindAddress, err)
 	}
 	tlsConfig, err := o.servingTLS()
 	if err != nil {
@@ -182,6 +186,17 @@ func healthHandler(ready *readiness) http.Handler {
 }
 
 // serve serves h on addr until ctx is done; "0" or "" serves nothing.
+// pprofHandler serves Go's profiles under /debug/pprof/, as net/http/pprof registers them.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
 func serve(ctx context.Context, addr string, h http.Handler) error {
 	if addr == "" || addr == "0" {
 		return nil

@@ -44,13 +44,40 @@ type settledKey struct {
 // settledApply is a manifest's last apply (as one that writes nothing), and what the agent made of the
 // object.
 type settledApply struct {
-	key             settledKey
-	exists          bool
-	resourceVersion string
-	result          apply.Result // with a slim Object: its identity, all that is used of it later
-	health          []metav1.Condition
-	feedback        []workv1.FeedbackValue
-	feedbackErr     error
+	key         settledKey
+	exists      bool
+	object      objectIdentity // of an object that exists
+	result      apply.Result   // without its Object: given again from object
+	health      []metav1.Condition
+	feedback    []workv1.FeedbackValue
+	feedbackErr error
+}
+
+// objectIdentity is what the agent uses of an object after applying it — kind, name, namespace, UID,
+// resourceVersion and owner references — kept in a struct rather than the maps of an Unstructured, a
+// fifth of the size, so that what is kept for every applied object stays small.
+type objectIdentity struct {
+	apiVersion, kind, namespace, name, resourceVersion string
+	uid                                                types.UID
+	owners                                             []metav1.OwnerReference
+}
+
+func identityOf(obj *unstructured.Unstructured) objectIdentity {
+	return objectIdentity{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), namespace: obj.GetNamespace(), name: obj.GetName(),
+		resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), owners: obj.GetOwnerReferences()}
+}
+
+// object is the object of this identity, with nothing else.
+func (id objectIdentity) object() *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	obj.SetAPIVersion(id.apiVersion)
+	obj.SetKind(id.kind)
+	obj.SetName(id.name)
+	obj.SetNamespace(id.namespace)
+	obj.SetUID(id.uid)
+	obj.SetResourceVersion(id.resourceVersion)
+	obj.SetOwnerReferences(id.owners)
+	return obj
 }
 
 func newSettledObjects() *settledObjects {
@@ -68,9 +95,11 @@ func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, curr
 		return settledApply{}, false
 	case current == nil:
 		return kept, !kept.exists
-	default:
-		return kept, kept.exists && current.GetResourceVersion() == kept.resourceVersion
+	case !kept.exists || current.GetResourceVersion() != kept.object.resourceVersion:
+		return settledApply{}, false
 	}
+	kept.result.Object = kept.object.object()
+	return kept, true
 }
 
 // record keeps r as the manifest's settled apply when it failed nothing, and drops what was kept
@@ -94,9 +123,9 @@ func (s *settledObjects) record(work string, key settledKey, r *manifestResult) 
 	if r.result.Operation == apply.Skipped {
 		kept.result.Operation = apply.Skipped // with its message: a strategy's choice, made again
 	}
+	kept.result.Object = nil
 	if kept.exists {
-		kept.resourceVersion = r.result.Object.GetResourceVersion()
-		kept.result.Object = slimObject(r.result.Object)
+		kept.object = identityOf(r.result.Object)
 	}
 	if s.byWork[work] == nil {
 		s.byWork[work] = map[int32]settledApply{}
@@ -145,18 +174,4 @@ func (s *settledObjects) forget(work string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byWork, work)
-}
-
-// slimObject keeps of obj what the agent uses after applying it — kind, name, namespace, UID and owner
-// references — so that what is kept for every applied object stays small.
-func slimObject(obj *unstructured.Unstructured) *unstructured.Unstructured {
-	slim := &unstructured.Unstructured{Object: map[string]any{}}
-	slim.SetAPIVersion(obj.GetAPIVersion())
-	slim.SetKind(obj.GetKind())
-	slim.SetName(obj.GetName())
-	slim.SetNamespace(obj.GetNamespace())
-	slim.SetUID(obj.GetUID())
-	slim.SetResourceVersion(obj.GetResourceVersion())
-	slim.SetOwnerReferences(obj.GetOwnerReferences())
-	return slim
 }

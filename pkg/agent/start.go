@@ -92,8 +92,9 @@ func Start(ctx context.Context, cfg Config) error {
 		applier.WithRecordStore(records)
 	}
 
-	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName))
-	spokeInformers := workinformers.NewSharedInformerFactory(spokeWork, 0)
+	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName),
+		workinformers.WithTransform(dropManagedFields))
+	spokeInformers := workinformers.NewSharedInformerFactoryWithOptions(spokeWork, 0, workinformers.WithTransform(dropManagedFields))
 	works := hubInformers.Work().V1().ManifestWorks()
 	amws := spokeInformers.Work().V1().AppliedManifestWorks()
 

@@ -30,7 +30,7 @@ import (
 )
 
 // repoRoot is the checkout this test file is in.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }

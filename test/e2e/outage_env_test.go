@@ -81,7 +81,7 @@ func (s *outageEnv) waitAppDelivered(t *testing.T, greeting string, timeout time
 
 // logDir is where the processes of a test log: $FERRY_E2E_LOG_DIR/<test> if set, to read them after
 // the run, else a directory removed with the test.
-func logDir(t *testing.T) string {
+func logDir(t testing.TB) string {
 	dir := os.Getenv("FERRY_E2E_LOG_DIR")
 	if dir == "" {
 		return t.TempDir()

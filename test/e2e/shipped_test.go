@@ -23,7 +23,7 @@ import (
 
 // buildBinaries builds the named commands of cmd/ (ferry-hub from cmd/hub, ...) into a directory of
 // the test and returns the directory.
-func buildBinaries(t *testing.T, names ...string) string {
+func buildBinaries(t testing.TB, names ...string) string {
 	t.Helper()
 	bin := t.TempDir()
 	for _, name := range names {
@@ -38,7 +38,7 @@ func buildBinaries(t *testing.T, names ...string) string {
 
 // ferryProcess is ferry-hub or ferry-agent running as a child process of the test.
 type ferryProcess struct {
-	t *testing.T
+	t testing.TB
 	*childproc.Process
 }
 
@@ -48,7 +48,7 @@ const stopGrace = 15 * time.Second
 // runUntilTestEnds starts cmd with its output in logPath. When the test ends it is stopped with
 // SIGTERM as a supervisor would; one that exited on its own before then (crashed, or refused its
 // arguments) fails the test. On failure the end of its log is printed.
-func runUntilTestEnds(t *testing.T, cmd *exec.Cmd, name, logPath string) *ferryProcess {
+func runUntilTestEnds(t testing.TB, cmd *exec.Cmd, name, logPath string) *ferryProcess {
 	t.Helper()
 	p, err := childproc.Start(cmd, name, logPath)
 	if err != nil {
@@ -103,7 +103,7 @@ func (p *ferryProcess) waitReady(health string) {
 }
 
 // render renders the kustomization deploy/<dir> of this checkout.
-func render(t *testing.T, dir string) *shipped.Install {
+func render(t testing.TB, dir string) *shipped.Install {
 	t.Helper()
 	in, err := shipped.Render(t.Context(), filepath.Join(repoRoot(t), "deploy", dir))
 	if err != nil {
@@ -136,7 +136,7 @@ func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath st
 // Deployment's container with the token as its mounted hub-kubeconfig-secret, overrides on top of
 // what every local run overrides. It returns once the agent is ready. The hub must run
 // kube-controller-manager: its token controller fills the token Secret.
-func startShippedAgent(t *testing.T, env *localcluster.Environment, spoke *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
+func startShippedAgent(t testing.TB, env *localcluster.Environment, spoke *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
 	t.Helper()
 	cred, err := registration.Add(t.Context(), env.Hub.Config, registration.AddOptions{Name: spoke.Name})
 	if err != nil {

@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/shipped"
+)
+
+// BenchmarkShippedAgentMemory measures what ferry-agent, run as deploy/agent/spoke runs it (its
+// defaults), holds in memory: its peak resident set once 200 ManifestWorks of 5 ConfigMaps each are
+// applied, and what each further work adds on the way to 1,000 (the growth of the peak, per work).
+// Goals: 50 MiB at 200 works, and no more than OCM's work agent per further work (28 KiB). Run with
+// -benchtime=1x.
+func BenchmarkShippedAgentMemory(b *testing.B) {
+	for b.Loop() {
+		b.StopTimer()
+		env := localcluster.StartForTest(b, localcluster.Options{
+			// The hub's token controller fills the token Secret of the agent's hub credential.
+			Hub:    localcluster.ClusterSpec{ControllerManager: true},
+			Spokes: []localcluster.ClusterSpec{{Name: "cluster1"}},
+		})
+		spoke := env.Spokes[0]
+		bin := buildBinaries(b, "ferry-agent")
+		if b.Failed() {
+			b.FailNow()
+		}
+		// With FERRY_BENCH_PROFILE_DIR set, the agent serves its profiles, and its heap at 1,000 works is
+		// written there (agent-heap.pprof; read with go tool pprof).
+		profileDir := os.Getenv("FERRY_BENCH_PROFILE_DIR")
+		var overrides []shipped.Override
+		var pprofAddr string
+		if profileDir != "" {
+			addrs, err := shipped.FreeLoopbackAddresses(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pprofAddr = addrs[0]
+			overrides = append(overrides, shipped.Add("pprof-bind-address", pprofAddr))
+		}
+		agent := startShippedAgent(b, env, spoke, filepath.Join(bin, "ferry-agent"), filepath.Join(logDir(b), "ferry-agent.log"), overrides...)
+		kube := kubernetes.NewForConfigOrDie(fastClient(spoke.Config))
+		if _, err := kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mem"}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		works := workclient.NewForConfigOrDie(fastClient(env.Hub.Config)).WorkV1().ManifestWorks(spoke.Name)
+		peak := func() uint64 {
+			s, err := fleetsim.ReadProcStat(agent.PID())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s.HWM
+		}
+		b.StartTimer()
+		createMemoryWorks(b, works, 0, 200)
+		b.StopTimer()
+		at200 := peak()
+		b.StartTimer()
+		createMemoryWorks(b, works, 200, 1000)
+		b.StopTimer()
+		at1000 := peak()
+		if profileDir != "" {
+			writeHeapProfile(b, pprofAddr, filepath.Join(profileDir, "agent-heap.pprof"))
+		}
+		b.ReportMetric(float64(at200)/(1<<20), "peak-rss-MiB@200works")
+		b.ReportMetric(float64(at1000)/(1<<20), "peak-rss-MiB@1000works")
+		b.ReportMetric((float64(at1000)-float64(at200))/1024/800, "KiB/work-200-to-1000")
+		b.StartTimer()
+	}
+}
+
+// createMemoryWorks creates the works numbered from to to (5 ConfigMaps each in namespace mem of the
+// spoke) and waits until every work so far reports Applied.
+func createMemoryWorks(b *testing.B, works interface {
+	Create(context.Context, *workv1.ManifestWork, metav1.CreateOptions) (*workv1.ManifestWork, error)
+	List(context.Context, metav1.ListOptions) (*workv1.ManifestWorkList, error)
+}, from, to int) {
+	b.Helper()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := from; i < to; i++ {
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mem-%04d", i)}}
+		for j := range 5 {
+			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: fmt.Appendf(nil,
+				`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%04d-%d","namespace":"mem"},"data":{"k":"v"}}`, i, j)}})
+		}
+		g.Go(func() error {
+			_, err := works.Create(context.Background(), w, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
+	defer cancel()
+	applied := 0
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := works.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		applied = 0
+		for _, w := range list.Items {
+			if c := findWorkCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
+				applied++
+			}
+		}
+		return applied == to, nil
+	})
+	if err != nil {
+		b.Fatalf("%d of %d works applied: %v", applied, to, err)
+	}
+}
+
+func findWorkCondition(cs []metav1.Condition, typ string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// writeHeapProfile fetches the heap profile a process serves on addr (--pprof-bind-address) into path.
+func writeHeapProfile(b *testing.B, addr, path string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("heap profile from %s: %s %v", addr, resp.Status, err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
