@@ -131,86 +131,168 @@ func (c *controller) enqueue(name string) { c.queue.Add(name) }
 // enqueueAfter adds a work by name after d.
 func (c *controller) enqueueAfter(name string, d time.Duration) { c.queue.AddAfter(name, d) }
 
-// reconcile brings one ManifestWork and the spoke in line.
+// reconcile brings one ManifestWork and the spoke in line: a pass of the work through the agent's
+// reconcilers, in turn, until one of them ends it.
 func (c *controller) reconcile(ctx context.Context, name string) (nextStep, error) {
-	work, err := c.workLister.Get(name)
-	if apierrors.IsNotFound(err) {
-		c.freshWorks.forget(name)
-		c.freshAMWs.forget(c.appliedWorkName(name))
-		// Deleted with its finalizer in place means we finalized it; deleted without (forced) leaves
-		// its AppliedManifestWork, and its objects, alone until the eviction grace period has passed
-		// (evictOrphans): a work that comes back in the meantime finds them as they were.
-		if c.watches != nil {
-			c.watches.forget(name)
+	p := &workPass{name: name}
+	for _, step := range c.reconcilers() {
+		done, err := step.run(ctx, p)
+		if err != nil {
+			return nextStep{}, err
 		}
-		c.crds.forget(name)
-		c.settled.forget(name)
-		return nextStep{}, nil
+		if done {
+			return p.next, nil
+		}
+	}
+	return p.next, nil
+}
+
+// workPass is one pass of a ManifestWork through the reconcilers: what each finds there and leaves
+// for the next.
+type workPass struct {
+	name string
+	work *workv1.ManifestWork        // from the informer (or the agent's own fresher write)
+	amw  *workv1.AppliedManifestWork // the spoke's record of it, once ensured
+	// results are the manifests' applies, in spec order, once applied.
+	results []manifestResult
+	// removing: objects that left the work are being deleted from the spoke.
+	removing bool
+	next     nextStep
+}
+
+// reconciler is one small step of a pass. done ends the pass with p.next; an error ends it too.
+type reconciler struct {
+	name string
+	run  func(ctx context.Context, p *workPass) (done bool, err error)
+}
+
+// reconcilers are the steps of a pass, in order. Each reads what the earlier ones left in the pass.
+func (c *controller) reconcilers() []reconciler {
+	return []reconciler{
+		{"read", c.readWork},             // a work gone: forget it
+		{"finalize", c.finalizeDeleted},  // a work being deleted: remove what it applied
+		{"completed", holdCompleted},     // a completed work: nothing more to do
+		{"prepare", c.prepare},           // the hub's finalizer and the spoke's AppliedManifestWork
+		{"apply", c.applyManifests},      // every manifest, under its strategy
+		{"report", c.recordAndReport},    // what was applied (spoke) and the status (hub), one patch
+		{"schedule", c.scheduleNextPass}, // when to look again with nothing changed
+	}
+}
+
+// readWork takes the work from the informer. A work that is gone ends the pass: what the agent kept
+// for it is forgotten. Deleted with its finalizer in place means it was finalized; deleted without
+// (forced) leaves its AppliedManifestWork, and its objects, alone until the eviction grace period has
+// passed (evictOrphans): a work that comes back in the meantime finds them as they were.
+func (c *controller) readWork(_ context.Context, p *workPass) (bool, error) {
+	work, err := c.workLister.Get(p.name)
+	if apierrors.IsNotFound(err) {
+		c.freshWorks.forget(p.name)
+		c.freshAMWs.forget(c.appliedWorkName(p.name))
+		if c.watches != nil {
+			c.watches.forget(p.name)
+		}
+		c.crds.forget(p.name)
+		c.settled.forget(p.name)
+		return true, nil
 	}
 	if err != nil {
-		return nextStep{}, err
+		return true, err
 	}
-	work = c.freshWorks.pick(work)
-	if work.DeletionTimestamp != nil {
-		return c.finalize(ctx, work)
+	p.work = c.freshWorks.pick(work)
+	return false, nil
+}
+
+// finalizeDeleted removes what a work being deleted applied, then lets it go (finalize.go).
+func (c *controller) finalizeDeleted(ctx context.Context, p *workPass) (bool, error) {
+	if p.work.DeletionTimestamp == nil {
+		return false, nil
 	}
-	if workComplete(work) && slices.Contains(work.Finalizers, workv1.ManifestWorkFinalizer) {
-		// Done (see completion.go): nothing of it is applied or removed, and its status stays as it
-		// was when it completed, until it is deleted.
-		return nextStep{}, nil
-	}
-	// The hub's finalizer and the spoke's AppliedManifestWork do not depend on each other: one round
-	// trip instead of two, which is most of a new work's latency.
-	var amw *workv1.AppliedManifestWork
+	next, err := c.finalize(ctx, p.work)
+	p.next = next
+	return true, err
+}
+
+// holdCompleted ends the pass of a work that is done (see completion.go): nothing of it is applied or
+// removed, and its status stays as it was when it completed, until it is deleted.
+func holdCompleted(_ context.Context, p *workPass) (bool, error) {
+	return workComplete(p.work) && slices.Contains(p.work.Finalizers, workv1.ManifestWorkFinalizer), nil
+}
+
+// prepare puts the hub's finalizer on the work and makes sure of the spoke's AppliedManifestWork. The
+// two do not depend on each other: one round trip instead of two, which is most of a new work's
+// latency.
+func (c *controller) prepare(ctx context.Context, p *workPass) (bool, error) {
 	var amwErr error
 	var beside errgroup.Group // errors are kept apart: each is handled on its own below
-	read := work
+	read := p.work
 	beside.Go(func() error {
-		amw, amwErr = c.ensureAppliedWork(ctx, read)
+		p.amw, amwErr = c.ensureAppliedWork(ctx, read)
 		return nil
 	})
-	work, err = c.ensureFinalizer(ctx, work)
+	work, err := c.ensureFinalizer(ctx, p.work)
 	_ = beside.Wait()
 	if err != nil {
-		return nextStep{}, fmt.Errorf("add finalizer: %w", err)
+		return true, fmt.Errorf("add finalizer: %w", err)
 	}
+	p.work = work
 	if amwErr != nil {
 		var taken *appliedWorkOfAnotherClusterError
 		if errors.As(amwErr, &taken) {
 			// Nothing to retry until a person acts: say so on the work, and look again at resync.
-			if err := c.reportNotApplied(ctx, work, ReasonAppliedWorkOfAnotherCluster, taken.Error()); err != nil {
-				return nextStep{}, fmt.Errorf("update status: %w", err)
+			if err := c.reportNotApplied(ctx, p.work, ReasonAppliedWorkOfAnotherCluster, taken.Error()); err != nil {
+				return true, fmt.Errorf("update status: %w", err)
 			}
-			return nextStep{after: c.resync}, nil
+			p.next = nextStep{after: c.resync}
+			return true, nil
 		}
-		return nextStep{}, fmt.Errorf("ensure AppliedManifestWork: %w", amwErr)
+		return true, fmt.Errorf("ensure AppliedManifestWork: %w", amwErr)
 	}
+	return false, nil
+}
 
-	results, next := c.applyAll(ctx, work, amw)
+// applyManifests applies every manifest of the work and watches what they became.
+func (c *controller) applyManifests(ctx context.Context, p *workPass) (bool, error) {
+	p.results, p.next = c.applyAll(ctx, p.work, p.amw)
 	if c.watches != nil {
-		c.watches.track(work.Name, results)
+		c.watches.track(p.work.Name, p.results)
 	}
-	// Likewise the spoke's record of what was applied and the hub's status.
-	var removing bool
+	return false, nil
+}
+
+// recordAndReport records on the spoke what the work applied (and removes what left it), and reports
+// the results to the hub in one status patch; the two do not depend on each other.
+func (c *controller) recordAndReport(ctx context.Context, p *workPass) (bool, error) {
 	var record errgroup.Group
 	record.Go(func() error {
 		var err error
-		removing, err = c.syncAppliedWork(ctx, work, amw, results)
+		p.removing, err = c.syncAppliedWork(ctx, p.work, p.amw, p.results)
 		return err
 	})
-	statusErr := c.updateStatus(ctx, work, results)
+	statusErr := c.updateStatus(ctx, p.work, p.results)
 	if err := record.Wait(); err != nil {
-		return nextStep{}, err
+		return true, err
 	}
 	if statusErr != nil {
-		return nextStep{}, fmt.Errorf("update status: %w", statusErr)
+		return true, fmt.Errorf("update status: %w", statusErr)
 	}
+	return false, nil
+}
+
+// scheduleNextPass says when the work is looked at again if nothing changes meanwhile.
+func (c *controller) scheduleNextPass(_ context.Context, p *workPass) (bool, error) {
+	p.next = nextPassAfter(p.next, p.removing, c.resync)
+	return true, nil
+}
+
+// nextPassAfter is when a pass that asked for next looks at its work again: soon while objects that
+// left the work are being deleted (they are no longer watched for it), at resync when nothing else
+// asked for sooner.
+func nextPassAfter(next nextStep, removing bool, resync time.Duration) nextStep {
 	if removing && !next.retry && (next.after == 0 || next.after > removalCheck) {
-		// Objects that left the work are no longer watched for it: look again soon to see them gone.
 		next.after = removalCheck
 	}
 	if !next.retry && next.after == 0 {
-		next.after = c.resync
+		next.after = resync
 	}
-	return next, nil
+	return next
 }
