@@ -7,17 +7,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/util/workqueue"
 	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	// Its package initialization makes client-go's named workqueues report controller-runtime's
+	// workqueue metrics on ctrlmetrics.Registry (pkg/internal/metrics), as in every controller-runtime
+	// controller; the agent's queue is a plain client-go one.
+	_ "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
-// The agent's Prometheus metrics. They live on the default registry, which is what the agent serves on
-// --metrics-bind-address (promhttp.Handler).
+// The agent's Prometheus metrics. They live on controller-runtime's registry (ctrlmetrics.Registry), as
+// the hub's do, which is what the agent serves on --metrics-bind-address: beside them, controller-runtime
+// registers there the workqueue metrics of every named client-go queue (workqueue_depth and the rest,
+// under the names and labels dashboards for kubebuilder controllers know), the client-go request
+// metrics (rest_client_requests_total, ...) and the leader election's (leader_election_master_status).
 
 // Outcomes of one manifest's apply: a small fixed set, so that the counter's series stay few whatever
 // the works hold. They follow the manifest's Applied condition, so that the metric and the status a
@@ -64,8 +73,17 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(manifestApplies, manifestApplyDuration, settledApplies, worksGauge)
-	registerQueueMetrics()
+	ctrlmetrics.Registry.MustRegister(manifestApplies, manifestApplyDuration, settledApplies, worksGauge)
+}
+
+// registerRuntimeMetrics adds Go's and the process's own metrics to the registry the agent serves.
+// controller-runtime registers them only where its controller package is linked in, and then in its
+// package initialization, with MustRegister: so they are added here, when the agent starts serving,
+// never at initialization (a binary linking both, as bench-fleet does, would panic). Where they are
+// there already, the registry refuses them, and that refusal is all an error here can be.
+func registerRuntimeMetrics() {
+	_ = ctrlmetrics.Registry.Register(collectors.NewGoCollector())
+	_ = ctrlmetrics.Registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // strategyLabel bounds a strategy type to the ones the apply engine implements.
@@ -188,87 +206,4 @@ func (w *worksCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(w.desc, prometheus.GaugeValue, float64(counts[series{typ, status}]), typ, string(status))
 		}
 	}
-}
-
-// Workqueue metrics, under the names and labels controller-runtime gives them, so that dashboards made
-// for kubebuilder controllers show the agent's queues as well. controller-runtime sets a provider of
-// its own, on its own registry, when its manager or controllers are linked in (pkg/internal/metrics);
-// the agent links neither, so its queues report here, once. Should that change, the first SetProvider
-// wins and the metrics test, which reads the default registry, fails.
-var (
-	queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "workqueue", Name: "depth",
-		Help: "Current depth of the workqueue.",
-	}, queueLabels)
-	queueAdds = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: "workqueue", Name: "adds_total",
-		Help: "Total number of adds handled by the workqueue.",
-	}, queueLabels)
-	queueLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "workqueue", Name: "queue_duration_seconds",
-		Help:    "How long in seconds an item stays in the workqueue before being requested.",
-		Buckets: queueBuckets,
-	}, queueLabels)
-	queueWorkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Subsystem: "workqueue", Name: "work_duration_seconds",
-		Help:    "How long in seconds processing an item from the workqueue takes.",
-		Buckets: queueBuckets,
-	}, queueLabels)
-	queueUnfinishedWork = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "workqueue", Name: "unfinished_work_seconds",
-		Help: "Seconds of work in progress that work_duration has not observed yet; a growing value means stuck workers.",
-	}, queueLabels)
-	queueLongestRunning = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Subsystem: "workqueue", Name: "longest_running_processor_seconds",
-		Help: "How many seconds the longest running worker of the workqueue has been processing its item.",
-	}, queueLabels)
-	queueRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Subsystem: "workqueue", Name: "retries_total",
-		Help: "Total number of retries handled by the workqueue.",
-	}, queueLabels)
-)
-
-// queueLabels: controller-runtime sets both to the queue's name; dashboards group by either.
-var queueLabels = []string{"name", "controller"}
-
-// queueBuckets are controller-runtime's (10ns to 1000s), so that quantiles compare across controllers.
-var queueBuckets = prometheus.ExponentialBuckets(10e-9, 10, 12)
-
-// registerQueueMetrics makes every named workqueue created after it report on the default registry.
-// It runs at package initialization: the agent's queue is created in Start, and client-go takes the
-// provider of the first SetProvider call only.
-func registerQueueMetrics() {
-	prometheus.MustRegister(queueDepth, queueAdds, queueLatency, queueWorkDuration, queueUnfinishedWork, queueLongestRunning, queueRetries)
-	workqueue.SetProvider(queueMetricsProvider{})
-}
-
-// queueMetricsProvider hands client-go the agent's workqueue metrics for a queue name.
-type queueMetricsProvider struct{}
-
-func (queueMetricsProvider) NewDepthMetric(name string) workqueue.GaugeMetric {
-	return queueDepth.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewAddsMetric(name string) workqueue.CounterMetric {
-	return queueAdds.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewLatencyMetric(name string) workqueue.HistogramMetric {
-	return queueLatency.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
-	return queueWorkDuration.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return queueUnfinishedWork.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
-	return queueLongestRunning.WithLabelValues(name, name)
-}
-
-func (queueMetricsProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
-	return queueRetries.WithLabelValues(name, name)
 }

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
-// The agent's metrics, as the default registry its --metrics-bind-address serves them: every manifest
+// The agent's metrics, as the registry its --metrics-bind-address serves them: every manifest
 // apply counted by strategy and outcome and timed, the works of the cluster counted by condition, and
 // the ManifestWork queue's workqueue metrics under the names dashboards for kubebuilder controllers use.
 // Counters are process-wide and other tests' agents add to them, so they are compared before and after.
@@ -152,12 +152,12 @@ func TestMetricsCountAppliesWorksAndTheQueue(t *testing.T) {
 	}
 }
 
-// metricSnapshot is one gathering of the default registry.
+// metricSnapshot is one gathering of the registry the agent serves.
 type metricSnapshot map[string]*dto.MetricFamily
 
 func gatherMetrics(t *testing.T) metricSnapshot {
 	t.Helper()
-	families, err := prometheus.DefaultGatherer.Gather()
+	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatalf("gather metrics: %v", err)
 	}

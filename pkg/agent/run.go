@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ferry-mc/ferry/pkg/agent/feedback"
 )
@@ -33,7 +35,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err := serve(ctx, o.HealthProbeBindAddress, healthHandler(&ready)); err != nil {
 		return fmt.Errorf("--%s: %w", flagHealthBindAddress, err)
 	}
-	if err := serve(ctx, o.MetricsBindAddress, promhttp.Handler()); err != nil {
+	registerRuntimeMetrics()
+	if err := serve(ctx, o.MetricsBindAddress, promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{})); err != nil {
 		return fmt.Errorf("--%s: %w", flagMetricsBindAddress, err)
 	}
 	if err := serve(ctx, o.PprofBindAddress, pprofHandler()); err != nil {
@@ -168,24 +171,26 @@ type readiness struct {
 
 func (r *readiness) ready() bool { return r.synced.Load() || r.standby.Load() }
 
-// healthHandler answers /healthz always and /readyz while the agent stands by for the Lease, or leads
-// with its caches in sync.
+// healthHandler answers /healthz and /livez always, and /readyz while the agent stands by for the
+// Lease or leads with its caches in sync — through controller-runtime's healthz handler, as ferry-hub's
+// probes: each path also answers for its named check (/readyz/caches) and lists its checks with
+// ?verbose.
 func healthHandler(ready *readiness) http.Handler {
 	mux := http.NewServeMux()
-	alive := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
-	mux.HandleFunc("/healthz", alive)
-	mux.HandleFunc("/livez", alive)
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	alive := &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}}
+	readyz := &healthz.Handler{Checks: map[string]healthz.Checker{"caches": func(*http.Request) error {
 		if !ready.ready() {
-			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
-			return
+			return errors.New("caches not synced")
 		}
-		_, _ = w.Write([]byte("ok"))
-	})
+		return nil
+	}}}
+	for path, h := range map[string]http.Handler{"/healthz": alive, "/livez": alive, "/readyz": readyz} {
+		mux.Handle(path, http.StripPrefix(path, h))
+		mux.Handle(path+"/", http.StripPrefix(path, h))
+	}
 	return mux
 }
 
-// serve serves h on addr until ctx is done; "0" or "" serves nothing.
 // pprofHandler serves Go's profiles under /debug/pprof/, as net/http/pprof registers them.
 func pprofHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -197,6 +202,7 @@ func pprofHandler() http.Handler {
 	return mux
 }
 
+// serve serves h on addr until ctx is done; "0" or "" serves nothing.
 func serve(ctx context.Context, addr string, h http.Handler) error {
 	if addr == "" || addr == "0" {
 		return nil
