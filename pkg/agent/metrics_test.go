@@ -92,6 +92,10 @@ func TestMetricsCountAppliesWorksAndTheQueue(t *testing.T) {
 			t.Errorf("no %s{name=\"manifestworks\"}; metrics of the workqueues: %s", name, m.names("workqueue_"))
 		}
 	}
+	// Beside them on the same registry, controller-runtime's metrics of client-go's requests.
+	if len(m["rest_client_requests_total"].GetMetric()) == 0 {
+		t.Errorf("no rest_client_requests_total; metrics of the REST clients: %s", m.names("rest_client_"))
+	}
 	if got := m.value("workqueue_adds_total", "name", "manifestworks") - before.value("workqueue_adds_total", "name", "manifestworks"); got < 2 {
 		t.Errorf("workqueue_adds_total{name=\"manifestworks\"} grew by %v, want at least 2 (two works)", got)
 	}
