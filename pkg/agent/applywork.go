@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,27 +69,13 @@ func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, am
 	for _, crd := range crdsIn(ms) {
 		a.pending[crd.kind] = crd.name
 	}
-	// Namespaces and CRDs one by one, first; then everything else at once, a few at a time: the
-	// latency of a work is then that of its slowest object rather than the sum.
-	var rest []manifest
-	for _, m := range applyOrder(ms) {
-		if rank(m) < 2 {
-			c.applyOne(ctx, a, m)
-		} else {
-			rest = append(rest, m)
-		}
+	// Namespaces and CRDs one by one, first (only then is a.pending written), then everything else a few
+	// at a time; each manifest's outcome goes to its own result (by ordinal).
+	objs := make([]*unstructured.Unstructured, len(ms))
+	for i, m := range ms {
+		objs[i] = m.obj
 	}
-	// Each manifest's outcome goes to its own result (by ordinal), never to the group's error: one
-	// failing object must not stop the others.
-	var g errgroup.Group
-	g.SetLimit(applyParallelism)
-	for _, m := range rest {
-		g.Go(func() error {
-			c.applyOne(ctx, a, m)
-			return nil
-		})
-	}
-	_ = g.Wait()
+	apply.ApplyAll(ctx, objs, applyParallelism, func(ctx context.Context, i int) { c.applyOne(ctx, a, ms[i]) })
 	c.settled.trim(work.Name, len(ms))
 	return a.results, a.next
 }
@@ -317,7 +302,7 @@ type crdRef struct {
 func crdsIn(ms []manifest) []crdRef {
 	var out []crdRef
 	for _, m := range ms {
-		if m.obj == nil || rank(m) != 1 {
+		if m.obj == nil || m.obj.GroupVersionKind().GroupKind() != crdGK {
 			continue
 		}
 		if kind, ok := crdKind(m.obj); ok {

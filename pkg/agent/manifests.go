@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -61,27 +59,4 @@ func decodeObject(raw []byte, out *map[string]any) error {
 		*out = nil
 	}
 	return yaml.Unmarshal(raw, out)
-}
-
-// applyOrder sorts manifests so that Namespaces come first and CustomResourceDefinitions next, each
-// group in spec order: objects inside a namespace, and custom resources of a CRD, then find what they
-// need.
-func applyOrder(ms []manifest) []manifest {
-	out := append([]manifest(nil), ms...)
-	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
-	return out
-}
-
-func rank(m manifest) int {
-	if m.obj == nil {
-		return 2
-	}
-	gk := m.obj.GroupVersionKind().GroupKind()
-	switch gk {
-	case schema.GroupKind{Kind: "Namespace"}:
-		return 0
-	case crdGK:
-		return 1
-	}
-	return 2
 }

@@ -1,12 +1,17 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
 // A hub can hand the agent any bytes as a manifest. Whatever they are, decoding does not panic, every
@@ -46,13 +51,20 @@ func FuzzDecodeManifests(f *testing.F) {
 		if ms[1].obj == nil || ms[1].obj.GetName() != "good" {
 			t.Errorf("the good manifest between two others did not decode: %v", ms[1].decodeErr)
 		}
-		var order []int32
-		for _, m := range applyOrder(ms) {
-			order = append(order, m.ordinal)
+		objs := make([]*unstructured.Unstructured, len(ms))
+		for i, m := range ms {
+			objs[i] = m.obj
 		}
+		var mu sync.Mutex
+		var order []int32
+		apply.ApplyAll(context.Background(), objs, 2, func(_ context.Context, i int) {
+			mu.Lock()
+			order = append(order, ms[i].ordinal)
+			mu.Unlock()
+		})
 		slices.Sort(order)
 		if !slices.Equal(order, []int32{0, 1, 2}) {
-			t.Errorf("apply order holds ordinals %v, want each manifest once", order)
+			t.Errorf("applying them all applied ordinals %v, want each manifest once", order)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -33,25 +32,6 @@ func TestDecodeManifestsKeepsAnErrorPerManifest(t *testing.T) {
 		case want != "" && (m.decodeErr == nil || !strings.Contains(m.decodeErr.Error(), want)):
 			t.Errorf("manifest %d: error %v, want one saying %q", i, m.decodeErr, want)
 		}
-	}
-}
-
-func TestApplyOrderPutsNamespacesThenCRDsFirst(t *testing.T) {
-	work := &workv1.ManifestWork{}
-	for _, raw := range []string{
-		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n"}}`,
-		`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"c"}}`,
-		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"}}`,
-		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","namespace":"n"}}`,
-	} {
-		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(raw)}})
-	}
-	var got []int32
-	for _, m := range applyOrder(decodeManifests(work)) {
-		got = append(got, m.ordinal)
-	}
-	if want := []int32{2, 1, 0, 3}; !slices.Equal(got, want) {
-		t.Errorf("apply order = %v, want %v", got, want)
 	}
 }
 
