@@ -66,7 +66,7 @@ func newCommand() *cobra.Command {
 as deploy/hub ships it, places --appconfigs AppConfigs on every cluster, and writes every ManifestWork's
 status as ferry-agent would. With --rollout it then sets spec.rollout on every AppConfig and rolls a
 change of every Component out in stages, failing it in the second. It prints a table and writes the
-figures as JSON (--json).`,
+figures as JSON (--json). bench-fleet sweep-table prints several runs' JSON as one table.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -105,6 +105,9 @@ figures as JSON (--json).`,
 		"rollback on failure) with 3 clusters of the second stage reporting it Degraded, the agents answering at --initial-status-rate: "+
 		"clusters changed out of stage, time to halt, time to roll back, hub writes")
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
+	// bench-fleet sweep-table FILE...: several runs' figures side by side (make bench-fleet FLEET_SWEEP=...).
+	cmd.AddCommand(newSweepTableCommand())
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }
 
