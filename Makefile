@@ -83,12 +83,39 @@ FLEET_APPCONFIGS  ?= 10
 FLEET_STATUS_RATE ?= 100
 FLEET_ROLLOUT     ?= true
 FLEET_ARGS        ?=
+# A size sweep, to compare fleet sizes: FLEET_SWEEP=500,1000,2000,5000 runs the benchmark at each of these
+# sizes in place of FLEET_CLUSTERS, all the sizes FLEET_SWEEP_RUNS times over, one run after another, each
+# in a fresh hub; each run's JSON goes to .local/bench-fleet-<clusters>-<run>.json (its ferry-hub log
+# beside it), then `bin/bench-fleet sweep-table` prints one table of them: the summary lag (p99, median)
+# of the degrade and heal phases, hub writes and status writes/s reached in each, and whether the p99 was
+# under 5s in both. The rollout is left out of a sweep unless FLEET_ROLLOUT=true is given. A run that
+# fails fails the target, after the table of every run.
+FLEET_SWEEP       ?=
+FLEET_SWEEP_RUNS  ?= 2
+# FLEET_ROLLOUT as given, false when it is only the default above.
+FLEET_SWEEP_ROLLOUT := $(if $(filter file,$(origin FLEET_ROLLOUT)),false,$(FLEET_ROLLOUT))
+comma := ,
 
 .PHONY: bench-fleet
-bench-fleet: control-plane build ## ferry-hub against a simulated fleet (FLEET_CLUSTERS × FLEET_APPCONFIGS, status at FLEET_STATUS_RATE/s): a table, and JSON in .local/bench-fleet.json
+bench-fleet: control-plane build ## ferry-hub against a simulated fleet (FLEET_CLUSTERS × FLEET_APPCONFIGS, status at FLEET_STATUS_RATE/s): a table, and JSON in .local/bench-fleet.json; FLEET_SWEEP=500,1000,...: one table over sizes
 	$(GO) build -o bin/bench-fleet ./hack/bench-fleet
+ifeq ($(FLEET_SWEEP),)
 	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_ROLLOUT) \
 	  --hub-binary bin/ferry-hub --json $(LOCAL_DIR)/bench-fleet.json --hub-log $(LOCAL_DIR)/bench-fleet-hub.log $(FLEET_ARGS)
+else
+	@# Ctrl-C stops the run under way (bench-fleet stops what it started) and the sweep; the table follows.
+	@failed=0; stop=; files=(); trap 'stop=1' INT TERM; \
+	for run in $$(seq 1 $(FLEET_SWEEP_RUNS)); do \
+	  for n in $(subst $(comma), ,$(FLEET_SWEEP)); do \
+	    [ -z "$$stop" ] || break 2; \
+	    run_name=$(LOCAL_DIR)/bench-fleet-$$n-$$run; files+=("$$run_name.json"); rm -f "$$run_name.json"; \
+	    echo; echo "# bench-fleet sweep: $$n clusters, run $$run of $(FLEET_SWEEP_RUNS)"; \
+	    bin/bench-fleet --clusters $$n --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_SWEEP_ROLLOUT) \
+	      --hub-binary bin/ferry-hub --json "$$run_name.json" --hub-log "$$run_name-hub.log" $(FLEET_ARGS) || failed=1; \
+	  done; \
+	done; \
+	bin/bench-fleet sweep-table "$${files[@]}" && [ "$$failed$$stop" = 0 ]
+endif
 
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background
