@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -119,7 +120,7 @@ func createMemoryWorks(b *testing.B, works interface {
 		}
 		applied = 0
 		for _, w := range list.Items {
-			if c := findWorkCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
+			if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
 				applied++
 			}
 		}
@@ -129,16 +130,6 @@ func createMemoryWorks(b *testing.B, works interface {
 		b.Fatalf("%d of %d works applied: %v", applied, to, err)
 	}
 }
-
-func findWorkCondition(cs []metav1.Condition, typ string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == typ {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
 // writeHeapProfile fetches the heap profile a process serves on addr (--pprof-bind-address) into path.
 func writeHeapProfile(b *testing.B, addr, path string) {
 	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
