@@ -130,6 +130,7 @@ func createMemoryWorks(b *testing.B, works interface {
 		b.Fatalf("%d of %d works applied: %v", applied, to, err)
 	}
 }
+
 // writeHeapProfile fetches the heap profile a process serves on addr (--pprof-bind-address) into path.
 func writeHeapProfile(b *testing.B, addr, path string) {
 	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
