@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-mc/ferry/internal/relist"
-	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func newCommand() *cobra.Command {
-	o := agent.NewOptions()
+	o := process.NewOptions()
 	cmd := &cobra.Command{
 		Use:   "ferry-agent",
 		Short: "Apply the ManifestWorks of one managed cluster and report their status to the hub",
@@ -62,7 +62,7 @@ func newCommand() *cobra.Command {
 			if err := installLogger(cmd.Context(), o, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			return agent.Run(cmd.Context(), o)
+			return process.Run(cmd.Context(), o)
 		},
 	}
 	o.AddFlags(cmd.Flags())

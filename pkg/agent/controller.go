@@ -93,7 +93,7 @@ func (c *controller) processNext(ctx context.Context) bool {
 		if !errors.Is(err, context.Canceled) {
 			c.log.Error(err, "reconcile ManifestWork", "work", name)
 		}
-		if _, unreachable := connectionErrorHost(err); unreachable {
+		if _, unreachable := ConnectionErrorHost(err); unreachable {
 			// An API server that is down: the work is tried again every few seconds rather than with
 			// a backoff that grows to a minute, so that it is applied soon after the server is back.
 			c.queue.Forget(name)

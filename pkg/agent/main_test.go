@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/worktest"
 	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
@@ -185,46 +185,19 @@ func (f *agentFixture) create(w *workv1.ManifestWork) *workv1.ManifestWork {
 // update changes a work with fn, retrying on conflicts.
 func (f *agentFixture) update(name string, fn func(*workv1.ManifestWork)) {
 	f.t.Helper()
-	f.eventually("update work "+name, func(ctx context.Context) (bool, error) {
-		w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		fn(w)
-		_, err = f.hub.WorkV1().ManifestWorks(f.cluster).Update(ctx, w, metav1.UpdateOptions{})
-		return err == nil, nil
-	})
+	worktest.UpdateWork(f.t, f.hub, f.cluster, name, fn)
 }
 
-// eventually polls cond every 50ms until it holds, failing the test after 30s.
+// eventually polls cond until it holds, failing the test after worktest.Timeout.
 func (f *agentFixture) eventually(what string, cond func(ctx context.Context) (bool, error)) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
-		f.t.Fatalf("%s: %v", what, err)
-	}
+	worktest.Eventually(f.t, what, cond)
 }
 
 // waitWork polls the work until check passes on it, and returns it.
 func (f *agentFixture) waitWork(name, what string, check func(*workv1.ManifestWork) bool) *workv1.ManifestWork {
 	f.t.Helper()
-	var last *workv1.ManifestWork
-	ctx, cancel := context.WithTimeout(f.t.Context(), 30*time.Second)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		w, err := f.hub.WorkV1().ManifestWorks(f.cluster).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = w
-		return check(w), nil
-	})
-	if err != nil {
-		status, _ := yaml.Marshal(last.Status)
-		f.t.Fatalf("work %s: %s: %v; status:\n%s", name, what, err, status)
-	}
-	return last
+	return worktest.WaitWork(f.t, f.hub, f.cluster, name, what, check)
 }
 
 // manifestCondition returns condition typ of manifest ordinal, or nil.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
@@ -74,16 +73,6 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(manifestApplies, manifestApplyDuration, settledApplies, worksGauge)
-}
-
-// registerRuntimeMetrics adds Go's and the process's own metrics to the registry the agent serves.
-// controller-runtime registers them only where its controller package is linked in, and then in its
-// package initialization, with MustRegister: so they are added here, when the agent starts serving,
-// never at initialization (a binary linking both, as bench-fleet does, would panic). Where they are
-// there already, the registry refuses them, and that refusal is all an error here can be.
-func registerRuntimeMetrics() {
-	_ = ctrlmetrics.Registry.Register(collectors.NewGoCollector())
-	_ = ctrlmetrics.Registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // strategyLabel bounds a strategy type to the ones the apply engine implements.

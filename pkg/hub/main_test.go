@@ -39,6 +39,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
@@ -244,14 +245,14 @@ func startAgents(ctx context.Context, env *localcluster.Environment) error {
 		if err := env.WriteHubKubeconfigDir(ctx, name, role.DeepCopy(), dir); err != nil {
 			return fmt.Errorf("join %s: %w", name, err)
 		}
-		opts := agent.NewOptions()
+		opts := process.NewOptions()
 		opts.HubKubeconfigDir = dir
 		hubCfg, err := opts.HubConfig()
 		if err != nil {
 			return err
 		}
 		spokeCfg := rest.CopyConfig(env.Spoke(name).Config)
-		spokeCfg.QPS, spokeCfg.Burst = agent.DefaultKubeAPIQPS, agent.DefaultKubeAPIBurst
+		spokeCfg.QPS, spokeCfg.Burst = process.DefaultKubeAPIQPS, process.DefaultKubeAPIBurst
 		cfg := agent.Config{
 			ClusterName:        name,
 			AgentID:            name + "-agent",

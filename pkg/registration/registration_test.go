@@ -26,7 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/hub"
 	"github.com/ferry-mc/ferry/pkg/registration"
 )
@@ -217,7 +217,7 @@ func TestAgentLeaseMakesTheClusterAvailableAndItsStopUnknown(t *testing.T) {
 	if err := cred.WriteDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	o := agent.NewOptions()
+	o := process.NewOptions()
 	o.HubKubeconfigDir = dir
 	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
@@ -230,7 +230,7 @@ func TestAgentLeaseMakesTheClusterAvailableAndItsStopUnknown(t *testing.T) {
 	}
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- agent.Run(agentCtx, o) }()
+	go func() { done <- process.Run(agentCtx, o) }()
 	t.Cleanup(func() { stopAgent(); <-done })
 
 	clusters := clusterclient.NewForConfigOrDie(e.Hub.Config).ClusterV1().ManagedClusters()

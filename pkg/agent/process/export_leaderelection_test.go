@@ -1,4 +1,4 @@
-package agent
+package process
 
 import "k8s.io/client-go/rest"
 

@@ -1,4 +1,4 @@
-package agent_test
+package process_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 )
 
 // The agent run from its options picks up a hub kubeconfig rewritten with another credential: it
@@ -27,7 +27,7 @@ import (
 func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 	e := testEnv(t)
 	admin, cluster := clusterNamespace(t)
-	data, err := os.ReadFile("../../deploy/agent/hub-clusterrole.yaml")
+	data, err := os.ReadFile("../../../deploy/agent/hub-clusterrole.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o := agent.NewOptions()
+	o := process.NewOptions()
 	o.HubKubeconfigDir = dir
 	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
@@ -72,7 +72,7 @@ func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- agent.Run(ctx, o) }()
+	go func() { done <- process.Run(ctx, o) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -84,7 +84,7 @@ func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &agentFixture{t: t, cluster: cluster, hub: hub}
+	f := &clusterWorks{t: t, cluster: cluster, hub: hub}
 	f.create(f.work(cluster+"-before", `{apiVersion: v1, kind: ConfigMap, metadata: {name: before, namespace: default}}`))
 	f.waitWork(cluster+"-before", "applied with the old credential", allApplied)
 
@@ -124,7 +124,7 @@ func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 	if err := os.WriteFile(watched, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := agent.NewOptions()
+	o := process.NewOptions()
 	o.SpokeClusterName = cluster
 	o.WorkloadSourceConfig = kubeconfig
 	o.TerminateOnFiles = []string{watched}
@@ -139,13 +139,13 @@ func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- agent.Run(context.Background(), o) }()
+	go func() { done <- process.Run(context.Background(), o) }()
 
 	hub, err := workclientset.NewForConfig(e.Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &agentFixture{t: t, cluster: cluster, hub: hub}
+	f := &clusterWorks{t: t, cluster: cluster, hub: hub}
 	f.create(f.work(cluster+"-running", `{apiVersion: v1, kind: ConfigMap, metadata: {name: running, namespace: default}}`))
 	f.waitWork(cluster+"-running", "applied", allApplied)
 

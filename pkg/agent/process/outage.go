@@ -1,14 +1,15 @@
-package agent
+package process
 
 import (
 	"context"
 	"errors"
-	"net/url"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 // An API server that stops answering makes every client of the agent fail at once: each informer's
@@ -90,7 +91,7 @@ func (t *outageTracker) absorb(err error) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var e *endpointOutage
-	if host, ok := connectionErrorHost(err); ok {
+	if host, ok := agent.ConnectionErrorHost(err); ok {
 		e = t.endpointFor(host)
 	} else if isStartingAnswer(err) {
 		e = t.onlyEndpointInOutage()
@@ -104,20 +105,6 @@ func (t *outageTracker) absorb(err error) bool {
 		go t.follow(e)
 	}
 	return true
-}
-
-// connectionErrorHost returns the host:port a request failed to reach, if err is a transport error
-// (refused, reset, closed, timed out) rather than an answer of the server.
-func connectionErrorHost(err error) (string, bool) {
-	var ue *url.Error
-	if !errors.As(err, &ue) || errors.Is(ue.Err, context.Canceled) {
-		return "", false
-	}
-	u, perr := url.Parse(ue.URL)
-	if perr != nil {
-		return "", false
-	}
-	return u.Host, true
 }
 
 func (t *outageTracker) endpointFor(host string) *endpointOutage {

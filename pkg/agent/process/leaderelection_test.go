@@ -1,4 +1,4 @@
-package agent_test
+package process_test
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 )
 
 // Short leader-election timings, so that a takeover is quick (lease duration, renew deadline, retry).
@@ -63,7 +63,7 @@ type electionEnv struct {
 	cluster, leaseNamespace string
 	hubKubeconfig           string
 	spoke                   kubernetes.Interface
-	f                       *agentFixture
+	f                       *clusterWorks
 }
 
 func newElectionEnv(t *testing.T) *electionEnv {
@@ -84,7 +84,7 @@ func newElectionEnv(t *testing.T) *electionEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.f = &agentFixture{t: t, cluster: cluster, hub: hub}
+	env.f = &clusterWorks{t: t, cluster: cluster, hub: hub}
 	return env
 }
 
@@ -92,7 +92,7 @@ func newElectionEnv(t *testing.T) *electionEnv {
 func (env *electionEnv) start(t *testing.T, name string, keepLeaseOnStop bool) *electedAgent {
 	t.Helper()
 	a := &electedAgent{name: name, done: make(chan error, 1)}
-	o := agent.NewOptions()
+	o := process.NewOptions()
 	o.SpokeClusterName = env.cluster
 	o.HubKubeconfig = env.hubKubeconfig
 	o.SpokeKubeconfig = testEnv(t).Spoke("spoke").Kubeconfig
@@ -100,7 +100,7 @@ func (env *electionEnv) start(t *testing.T, name string, keepLeaseOnStop bool) *
 	o.Workers = 2
 	o.LeaderElectionNamespace = env.leaseNamespace
 	o.LeaderElectionLeaseDuration, o.LeaderElectionRenewDeadline, o.LeaderElectionRetryPeriod = testLeaseDuration, testRenewDeadline, testRetryPeriod
-	agent.SetWrapConfig(o, func(role string, cfg *rest.Config) {
+	process.SetWrapConfig(o, func(role string, cfg *rest.Config) {
 		writes := &a.hubWrites
 		if role == "spoke" {
 			writes = &a.spokeWrites
@@ -118,7 +118,7 @@ func (env *electionEnv) start(t *testing.T, name string, keepLeaseOnStop bool) *
 		})
 	})
 	if keepLeaseOnStop {
-		agent.KeepLeaseOnStop(o)
+		process.KeepLeaseOnStop(o)
 	}
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
@@ -128,14 +128,14 @@ func (env *electionEnv) start(t *testing.T, name string, keepLeaseOnStop bool) *
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	go func() { a.done <- agent.Run(ctx, o) }()
+	go func() { a.done <- process.Run(ctx, o) }()
 	t.Cleanup(func() { a.stop(t) })
 	return a
 }
 
 // lease reads the agents' Lease; nil when there is none yet.
 func (env *electionEnv) lease(ctx context.Context) *coordinationv1.Lease {
-	l, err := env.spoke.CoordinationV1().Leases(env.leaseNamespace).Get(ctx, agent.LeaderElectionLeaseName, metav1.GetOptions{})
+	l, err := env.spoke.CoordinationV1().Leases(env.leaseNamespace).Get(ctx, process.LeaderElectionLeaseName, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -157,7 +157,7 @@ func (env *electionEnv) waitHolder(t *testing.T, timeout time.Duration, what str
 		return check(holder), nil
 	})
 	if err != nil {
-		t.Fatalf("Lease %s/%s: %s within %s: %v (holder %q)", env.leaseNamespace, agent.LeaderElectionLeaseName, what, timeout, err, holder)
+		t.Fatalf("Lease %s/%s: %s within %s: %v (holder %q)", env.leaseNamespace, process.LeaderElectionLeaseName, what, timeout, err, holder)
 	}
 	return holder
 }
