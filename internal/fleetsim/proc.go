@@ -19,6 +19,10 @@ type ProcStat struct {
 	// RSS is its resident set size (VmRSS), HWM the peak of it over the process's life (VmHWM), in
 	// bytes.
 	RSS, HWM uint64
+	// RSSFile is the part of RSS mapped from files (RssFile), mostly the executable's own code and
+	// read-only data: pages any process of the same binary shares, and the kernel may drop and read
+	// again. RSS - RSSFile is the process's own memory (heap, stacks).
+	RSSFile uint64
 	// CPU is the processor time it has used, user and system (utime + stime).
 	CPU time.Duration
 }
@@ -43,6 +47,8 @@ func ReadProcStat(pid int) (ProcStat, error) {
 			dst = &s.RSS
 		case "VmHWM":
 			dst = &s.HWM
+		case "RssFile":
+			dst = &s.RSSFile
 		default:
 			continue
 		}
@@ -78,8 +84,8 @@ type Usage struct {
 	// PeakRSS is the largest RSS sampled; HWM the kernel's peak RSS as last read (it also sees peaks
 	// between samples). Bytes.
 	PeakRSS, HWM uint64
-	// RSS is the RSS at the last sample.
-	RSS uint64
+	// RSS is the RSS at the last sample, RSSFile the part of it mapped from files (ProcStat.RSSFile).
+	RSS, RSSFile uint64
 	// CPU is the processor time used up to the last sample, by every process the name had.
 	CPU time.Duration
 	// Samples counts the successful samples; 0 means the process was never read.
@@ -148,7 +154,7 @@ func (s *Sampler) Sample() {
 		default:
 			s.ownCPU[name] = st.CPU
 			u := s.usage[name]
-			u.RSS, u.CPU, u.HWM = st.RSS, s.earlierCPU[name]+st.CPU, max(u.HWM, st.HWM)
+			u.RSS, u.RSSFile, u.CPU, u.HWM = st.RSS, st.RSSFile, s.earlierCPU[name]+st.CPU, max(u.HWM, st.HWM)
 			u.PeakRSS = max(u.PeakRSS, st.RSS)
 			u.Samples++
 			s.usage[name] = u

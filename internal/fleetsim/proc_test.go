@@ -22,6 +22,10 @@ func TestSamplerSeesMemoryAndCPU(t *testing.T) {
 	if before.RSS == 0 || before.HWM < before.RSS {
 		t.Fatalf("first sample %+v: want RSS > 0 and HWM >= RSS", before)
 	}
+	// The test binary's code is mapped from its file; a heap is not.
+	if before.RSSFile == 0 || before.RSSFile >= before.RSS {
+		t.Fatalf("first sample %+v: want some of RSS, not all, mapped from files", before)
+	}
 
 	const grow = 64 << 20
 	ballast := make([]byte, grow)
@@ -32,6 +36,9 @@ func TestSamplerSeesMemoryAndCPU(t *testing.T) {
 	after, _ := s.Usage("self")
 	if after.PeakRSS < before.RSS+grow*3/4 || after.HWM < after.PeakRSS {
 		t.Errorf("after touching %d MiB: %+v, before %+v; want the peak up by most of it", grow>>20, after, before)
+	}
+	if own := after.RSS - after.RSSFile; own < grow*3/4 {
+		t.Errorf("after touching %d MiB: %d MiB not mapped from files; want most of what was touched", grow>>20, own>>20)
 	}
 	ballast[len(ballast)-1]++ // keep it alive until sampled
 
