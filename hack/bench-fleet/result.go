@@ -213,6 +213,12 @@ type PhaseResult struct {
 	// HubRSS and HubHeap are ferry-hub's resident memory and Go heap in use at the end of the phase.
 	HubRSS  uint64 `json:"hubRSSBytes"`
 	HubHeap uint64 `json:"hubHeapInUseBytes"`
+	// AppConfigReconciles is how many reconciles ferry-hub's AppConfig controller ran in the phase,
+	// ReconcileMeanSeconds their mean time, QueueWaitMeanSeconds the mean time an AppConfig waited in
+	// the controller's queue once due (its workqueue metrics; a batched report's wait is not counted).
+	AppConfigReconciles  float64 `json:"appConfigReconciles,omitempty"`
+	ReconcileMeanSeconds float64 `json:"reconcileMeanSeconds,omitempty"`
+	QueueWaitMeanSeconds float64 `json:"queueWaitMeanSeconds,omitempty"`
 	// APIServer are the requests kube-apiserver spent most time serving in the phase, from anyone.
 	APIServer []RequestStat `json:"apiServerTopRequests,omitempty"`
 }

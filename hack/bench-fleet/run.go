@@ -227,6 +227,25 @@ type usage struct {
 	cpu       map[string]time.Duration
 	hubRSS    uint64
 	hubHeap   uint64
+	appConfig controllerTimes
+}
+
+// controllerTimes is the AppConfig controller's counters of ferry-hub: its reconciles and the time
+// they took, and the requests its queue handed out and the time they waited in it.
+type controllerTimes struct {
+	reconciles, reconcileSeconds, dequeued, queuedSeconds float64
+}
+
+// appConfigController is the name of ferry-hub's AppConfig controller in its metrics.
+const appConfigController = "appconfigs"
+
+func controllerTimesOf(s fleetsim.Samples) controllerTimes {
+	return controllerTimes{
+		reconciles:       s.Sum("controller_runtime_reconcile_time_seconds_count", map[string]string{"controller": appConfigController}),
+		reconcileSeconds: s.Sum("controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": appConfigController}),
+		dequeued:         s.Sum("workqueue_queue_duration_seconds_count", map[string]string{"name": appConfigController}),
+		queuedSeconds:    s.Sum("workqueue_queue_duration_seconds_sum", map[string]string{"name": appConfigController}),
+	}
 }
 
 func (b *bench) usage(ctx context.Context) usage {
@@ -251,6 +270,11 @@ func (b *bench) usage(ctx context.Context) usage {
 	for _, h := range b.hubs {
 		if s, err := h.scrape(ctx); err == nil {
 			u.hubHeap += uint64(s.Sum("go_memstats_heap_inuse_bytes", nil))
+			c := controllerTimesOf(s)
+			u.appConfig.reconciles += c.reconciles
+			u.appConfig.reconcileSeconds += c.reconcileSeconds
+			u.appConfig.dequeued += c.dequeued
+			u.appConfig.queuedSeconds += c.queuedSeconds
 		}
 		u.hubWrites += h.totalWrites()
 	}
@@ -274,6 +298,14 @@ func (b *bench) phase(ctx context.Context, name string, f func(context.Context) 
 		p.CPUSeconds[k] = (v - before.cpu[k]).Seconds()
 	}
 	p.HubRSS, p.HubHeap = after.hubRSS, after.hubHeap
+	// A restarted hub starts its counters again: such a phase says nothing here rather than nonsense.
+	if d := after.appConfig.reconciles - before.appConfig.reconciles; d > 0 {
+		p.AppConfigReconciles = d
+		p.ReconcileMeanSeconds = (after.appConfig.reconcileSeconds - before.appConfig.reconcileSeconds) / d
+	}
+	if d := after.appConfig.dequeued - before.appConfig.dequeued; d > 0 {
+		p.QueueWaitMeanSeconds = (after.appConfig.queuedSeconds - before.appConfig.queuedSeconds) / d
+	}
 	p.APIServer = topRequests(before.requests, after.requests, 5)
 	b.res.Phases = append(b.res.Phases, p)
 	if err != nil {

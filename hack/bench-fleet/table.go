@@ -25,11 +25,12 @@ func (r *Result) writeTable(w io.Writer) error {
 		m.CPUs, m.CPUModel, size(m.MemBytes), m.Kernel, m.Go, m.Commit, m.LoadAverageStart, m.LoadAverageEnd)
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\tTIME\tHUB WRITES\tCPU ferry-hub\tkube-apiserver\tetcd\tbench-fleet\tHUB RSS\tHUB HEAP")
+	fmt.Fprintln(tw, "PHASE\tTIME\tHUB WRITES\tCPU ferry-hub\tkube-apiserver\tetcd\tbench-fleet\tHUB RSS\tHUB HEAP\tAPPCONFIG RECONCILES (mean, queue wait)")
 	for _, p := range r.Phases {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, seconds(p.Seconds), p.HubWrites,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f (%s, %s)\n", p.Name, seconds(p.Seconds), p.HubWrites,
 			seconds(p.CPUSeconds[hubName]), seconds(p.CPUSeconds["kube-apiserver"]), seconds(p.CPUSeconds["etcd"]),
-			seconds(p.CPUSeconds[benchName]), size(p.HubRSS), size(p.HubHeap))
+			seconds(p.CPUSeconds[benchName]), size(p.HubRSS), size(p.HubHeap),
+			p.AppConfigReconciles, seconds(p.ReconcileMeanSeconds), seconds(p.QueueWaitMeanSeconds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -184,6 +184,26 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 		t.Errorf("the hub checked %v ManifestWorks against the rendered spec for %d status reports, want none: a report changes nothing to deliver", n, degraded+51)
 	}
 
+	// The rest heal as a stream of reports, 100 a second, each changing the summary: the hub folds
+	// them in once per --report-batch, not once per round trip of its own status write.
+	streaming, err := fleetsim.NewAgents(works, fleetsim.AgentOptions{Rate: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, start := hubWrites.Load(), time.Now()
+	if _, err := streaming.WriteAll(ctx, sick[1:], fleetsim.Healthy); err != nil {
+		t.Fatal(err)
+	}
+	waitSummary("every degraded cluster healed", summarized(clusters, clusters))
+	took := time.Since(start)
+	// One write per batch the stream spans, one for the batch the last report opened, one in flight.
+	allowed := int64(took/hub.DefaultReportBatch) + 2
+	w := hubWrites.Load() - before
+	t.Logf("a stream of %d reports over %s: %d hub writes", len(sick)-1, took.Round(time.Millisecond), w)
+	if w > allowed {
+		t.Errorf("the hub wrote %d times while %d reports came over %s, want at most %d: one status write per %s", w, len(sick)-1, took.Round(time.Millisecond), allowed, hub.DefaultReportBatch)
+	}
+
 	// Someone deletes a work on the hub: the hub puts it back.
 	deleted := &workv1.ManifestWork{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: names[2], Name: hub.ManifestWorkName(app)}, deleted); err != nil {

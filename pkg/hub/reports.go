@@ -3,12 +3,14 @@ package hub
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -89,6 +91,19 @@ func (b batchedReports) add(ctx context.Context, o client.Object, q workqueue.Ty
 		}
 	}
 }
+
+// appConfigChanged passes every event of an AppConfig but an update of its status alone. Nearly all
+// of those are the hub's own writes of the summary, and each would bring the AppConfig straight back:
+// while a fleet reports, every status write would start a reconcile that folds in the reports of the
+// write's round trip and writes again, so the summary was rewritten at the pace of the API server's
+// answers — three or four times a second per AppConfig, past reportBatch — loading the API server the
+// agents report to. Reports reach the AppConfig through its works' events (batchedReports); a spec,
+// label, annotation (kubectl ferry rollout undo), finalizer or deletion change passes at once.
+var appConfigChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return !onlyStatusChanged(e.ObjectOld, e.ObjectNew) ||
+		!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+}}
 
 // onlyStatusChanged reports whether an update of a ManifestWork whose labels stayed as they were
 // left its spec (generation), annotations and deletion as they were too: an agent's status report.

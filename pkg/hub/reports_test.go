@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
 // An agent's status reports of an AppConfig's works are gathered for reportBatch: a stream of reports
@@ -95,4 +97,38 @@ func TestAgentReportsAreBatchedAndChangesAreNot(t *testing.T) {
 			t.Errorf("a work relabelled from one AppConfig to another queued %d reconciles at once, want both AppConfigs", n)
 		}
 	})
+}
+
+// An AppConfig's own status writes do not bring it back; every other change of it does.
+func TestAppConfigChangedPassesAllButStatusWrites(t *testing.T) {
+	base := func() *v1alpha2.ApplicationConfiguration {
+		return &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", Generation: 3,
+			Labels: map[string]string{"tier": "web"}, Annotations: map[string]string{"note": "a"}, Finalizers: []string{AppConfigFinalizer}}}
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*v1alpha2.ApplicationConfiguration)
+		want   bool
+	}{
+		{"status", func(a *v1alpha2.ApplicationConfiguration) {
+			a.ResourceVersion = "8"
+			a.Status.Summary = &v1alpha2.Summary{Clusters: 2, Applied: "1/2"}
+		}, false},
+		{"spec", func(a *v1alpha2.ApplicationConfiguration) { a.Generation++ }, true},
+		{"labels", func(a *v1alpha2.ApplicationConfiguration) { a.Labels["tier"] = "api" }, true},
+		{"annotations", func(a *v1alpha2.ApplicationConfiguration) { a.Annotations[v1alpha2.AnnotationRolloutUndo] = "web-v1@3" }, true},
+		{"finalizers", func(a *v1alpha2.ApplicationConfiguration) { a.Finalizers = nil }, true},
+		{"deletion", func(a *v1alpha2.ApplicationConfiguration) { a.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			updated := base()
+			c.change(updated)
+			if got := appConfigChanged.Update(event.UpdateEvent{ObjectOld: base(), ObjectNew: updated}); got != c.want {
+				t.Errorf("update of its %s: passed %v, want %v", c.name, got, c.want)
+			}
+		})
+	}
+	if !appConfigChanged.Create(event.CreateEvent{Object: base()}) || !appConfigChanged.Delete(event.DeleteEvent{Object: base()}) {
+		t.Error("a created or deleted AppConfig did not pass")
+	}
 }
