@@ -163,6 +163,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("appconfigs").
 		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
+		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
 		Watches(&workv1.ManifestWork{}, workEvents).
 		Watches(&v1alpha2.Component{}, allInNamespace(false)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.

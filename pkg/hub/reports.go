@@ -92,18 +92,35 @@ func (b batchedReports) add(ctx context.Context, o client.Object, q workqueue.Ty
 	}
 }
 
-// appConfigChanged passes every event of an AppConfig but an update of its status alone. Nearly all
-// of those are the hub's own writes of the summary, and each would bring the AppConfig straight back:
-// while a fleet reports, every status write would start a reconcile that folds in the reports of the
-// write's round trip and writes again, so the summary was rewritten at the pace of the API server's
-// answers — three or four times a second per AppConfig, past reportBatch — loading the API server the
-// agents report to. Reports reach the AppConfig through its works' events (batchedReports); a spec,
-// label, annotation (kubectl ferry rollout undo), finalizer or deletion change passes at once.
-var appConfigChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	return !onlyStatusChanged(e.ObjectOld, e.ObjectNew) ||
-		!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
-		!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
-}}
+// appConfigChanged passes every event of an AppConfig but an update of its status alone, which
+// statusWritten takes instead. Nearly all of those are the hub's own writes of the summary, and each
+// brought the AppConfig straight back: while a fleet reported, every status write started a reconcile
+// that folded in the reports of the write's round trip and wrote again, so the summary was rewritten at
+// the pace of the API server's answers — three or four times a second per AppConfig, past reportBatch —
+// loading the API server the agents report to. A spec, label, annotation (kubectl ferry rollout undo),
+// finalizer or deletion change passes at once.
+var appConfigChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !onlyStatusWritten(e) }}
+
+// statusWritten brings an AppConfig back after an update of its status alone, reportBatch later, as an
+// agent's report. It cannot be dropped: a status write is computed as a merge patch from the cached
+// AppConfig, and when the cache has not yet seen the hub's previous write, the patch leaves that write's
+// values in place wherever the new status equals the older one the cache holds (a summary back to what it
+// was, a list of clusters empty again). The reconcile this brings, once the cache holds the write,
+// mends that; batched, it costs at most one write per reportBatch, the pace of the reports themselves.
+func statusWritten(reportBatch time.Duration) handler.Funcs {
+	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if onlyStatusWritten(e) {
+			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}, reportBatch)
+		}
+	}}
+}
+
+// onlyStatusWritten reports whether an update of an AppConfig left its spec and metadata as they were.
+func onlyStatusWritten(e event.UpdateEvent) bool {
+	return onlyStatusChanged(e.ObjectOld, e.ObjectNew) &&
+		maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) &&
+		slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+}
 
 // onlyStatusChanged reports whether an update of a ManifestWork whose labels stayed as they were
 // left its spec (generation), annotations and deletion as they were too: an agent's status report.

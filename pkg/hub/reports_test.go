@@ -99,7 +99,7 @@ func TestAgentReportsAreBatchedAndChangesAreNot(t *testing.T) {
 	})
 }
 
-// An AppConfig's own status writes do not bring it back; every other change of it does.
+// An AppConfig's own status writes do not bring it back at once; every other change of it does.
 func TestAppConfigChangedPassesAllButStatusWrites(t *testing.T) {
 	base := func() *v1alpha2.ApplicationConfiguration {
 		return &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "web", Generation: 3,
@@ -130,5 +130,30 @@ func TestAppConfigChangedPassesAllButStatusWrites(t *testing.T) {
 	}
 	if !appConfigChanged.Create(event.CreateEvent{Object: base()}) || !appConfigChanged.Delete(event.DeleteEvent{Object: base()}) {
 		t.Error("a created or deleted AppConfig did not pass")
+	}
+
+	// The status writes it lets pass by come back a batch later, as a report: the reconcile then mends
+	// a write computed from a cache that had not seen the one before.
+	const batch = 100 * time.Millisecond
+	written := statusWritten(batch)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(q.ShutDown)
+	specChanged := base()
+	specChanged.Generation++
+	written.Update(t.Context(), event.UpdateEvent{ObjectOld: base(), ObjectNew: specChanged}, q)
+	statusOnly := base()
+	statusOnly.Status.Summary = &v1alpha2.Summary{Clusters: 2, Applied: "2/2"}
+	start := time.Now()
+	written.Update(t.Context(), event.UpdateEvent{ObjectOld: base(), ObjectNew: statusOnly}, q)
+	if n := q.Len(); n != 0 {
+		t.Fatalf("%d AppConfigs queued at once, want none: a spec change is For's, a status write waits a batch", n)
+	}
+	got, _ := q.Get()
+	if waited := time.Since(start); got.Name != "web" || waited < batch {
+		t.Fatalf("got %v after %s, want team/web after at least %s", got, waited, batch)
+	}
+	q.Done(got)
+	if n := q.Len(); n != 0 {
+		t.Errorf("%d more queued, want only the status write's", n)
 	}
 }
