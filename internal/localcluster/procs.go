@@ -61,8 +61,11 @@ func withDescendants(procs []Process) ([]Process, error) {
 		}
 		// After the parenthesised command name: the state (field 3), then the parent's pid (field 4).
 		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
 		fields := strings.Fields(string(stat[i+1:]))
-		if i < 0 || len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
+		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
 			continue
 		}
 		ppid, err := strconv.Atoi(fields[1])

@@ -2,7 +2,8 @@
 // control plane (../go.mod), and a tiny pause program for containerd's sandbox image, built by
 // ../build-node.sh (`make node`). A module of its own so that adding the node changes neither the
 // control plane's module nor its build cache key; its replace block is the parent's, so both build
-// k8s.io/kubernetes against the same staging modules.
+// k8s.io/kubernetes against the same staging modules, and it requires the parent's versions of the
+// other modules too, so that the packages both compile come from the control plane's build cache.
 module github.com/ferry-mc/ferry/hack/tools/node
 
 go 1.25.0
