@@ -19,6 +19,9 @@ import (
 // RealNode is a cluster's real node: a kubelet with containerd, runc and CNI plugins, and kube-proxy,
 // running on this machine as root. Pods scheduled to it run as containers; images come only from
 // ImportImage, never from a registry.
+//
+// The kubelet and kube-proxy use the cluster's admin credentials: the API server authorises with RBAC
+// only (no Node authorizer, no NodeRestriction), so a node identity would restrict nothing here.
 type RealNode struct {
 	// Name is the node's name.
 	Name string
