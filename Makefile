@@ -36,7 +36,7 @@ control-plane: ## build etcd, kube-apiserver, kube-controller-manager, kube-sche
 	hack/tools/build-control-plane.sh
 
 .PHONY: node
-node: ## build the real node of the local clusters (kubelet, kube-proxy, pause) into bin/node (cached by pinned version; about a minute after make control-plane)
+node: ## build the real node of the local clusters (kubelet, kube-proxy, pause) into bin/node (cached by pinned version; a few minutes cold, less after make control-plane)
 	hack/tools/build-node.sh
 
 .PHONY: ocm-peers
