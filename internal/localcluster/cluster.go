@@ -143,8 +143,8 @@ func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, nodeB
 	return c, nil
 }
 
-// stop stops the cluster's processes: the components beside the API server first (together), then
-// the API server and etcd.
+// stop stops the cluster's processes: a real node first (its pods are deleted through the API server),
+// then the components beside the API server (together), then the API server and etcd.
 func (c *Cluster) stop() error {
 	var errs []error
 	if c.RealNode != nil {

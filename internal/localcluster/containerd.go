@@ -78,7 +78,8 @@ type containerd struct {
 }
 
 // startContainerd writes containerd's configuration into dir and starts it; it returns once
-// containerd answers on its socket.
+// containerd answers on its socket. A containerd that started but does not answer is returned with the
+// error.
 func startContainerd(ctx context.Context, c *Cluster, dir, cniConfDir string) (*containerd, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -120,7 +121,8 @@ func startContainerd(ctx context.Context, c *Cluster, dir, cniConfDir string) (*
 		return last == nil, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("containerd not answering on %s: %w (last: %v; log in %s)", socket, err, last, p.log)
+		// Returned with the error, so that the caller's stop stops it.
+		return cd, fmt.Errorf("containerd not answering on %s: %w (last: %v; log in %s)", socket, err, last, p.log)
 	}
 	return cd, nil
 }
