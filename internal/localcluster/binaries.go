@@ -33,6 +33,32 @@ func FindBinaryDir() (string, error) {
 	return filepath.Abs(dir)
 }
 
+// NodeBinaryDirEnv names the environment variable that points at the directory holding the real
+// node's kubelet, kube-proxy and pause. The Makefile sets it; without it they are looked for in
+// bin/node/current of the enclosing Ferry checkout.
+const NodeBinaryDirEnv = "FERRY_NODE_DIR"
+
+var nodeBinaries = []string{"kubelet", "kube-proxy", "pause"}
+
+// FindNodeBinaryDir returns the directory holding the real node's binaries, or an error saying how to
+// build them.
+func FindNodeBinaryDir() (string, error) {
+	dir := os.Getenv(NodeBinaryDirEnv)
+	if dir == "" {
+		root, err := checkoutRoot()
+		if err != nil {
+			return "", fmt.Errorf("find the real node's binaries: %w; set %s or run `make node` in a Ferry checkout", err, NodeBinaryDirEnv)
+		}
+		dir = filepath.Join(root, "bin", "node", "current")
+	}
+	for _, name := range nodeBinaries {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return "", fmt.Errorf("real-node binary %s not found in %s: build it with `make node`", name, dir)
+		}
+	}
+	return filepath.Abs(dir)
+}
+
 // checkoutRoot walks up from the working directory to the directory holding hack/tools/go.mod, which
 // only a Ferry checkout has.
 func checkoutRoot() (string, error) {

@@ -31,8 +31,10 @@ type Cluster struct {
 	// Kubeconfig is the path of an admin kubeconfig whose context is named after the cluster.
 	Kubeconfig string
 	// Nodes names the simulated nodes, whose kubelets kwok plays, of a spoke that runs
-	// kube-controller-manager; the hub and other spokes have none.
+	// kube-controller-manager, or the real node of a cluster with one; other clusters have none.
 	Nodes []string
+	// RealNode is the cluster's real node, if it was asked for one (ClusterSpec.RealNode).
+	RealNode *RealNode
 	// Started and Ready bound the time the cluster took to come up.
 	Started, Ready time.Time
 
@@ -48,7 +50,7 @@ func (c *Cluster) Processes() ([]Process, error) {
 // URL is the cluster's API server address.
 func (c *Cluster) URL() string { return c.Config.Host }
 
-func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition) (*Cluster, error) {
+func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, nodeBinDir, dir string, crds []*apiextensionsv1.CustomResourceDefinition) (*Cluster, error) {
 	c := &Cluster{Name: spec.Name, Hub: hub, Dir: dir, Started: time.Now()}
 	for _, sub := range []string{"etcd", "apiserver", "logs"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
@@ -79,6 +81,13 @@ func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, dir s
 		CertDir: filepath.Join(dir, "apiserver"),
 		Out:     apiLog,
 		Err:     apiLog,
+	}
+	var nodeCA *certAuthority
+	if spec.RealNode {
+		if nodeCA, err = configureRealNodeAPIServer(ctx, apiServer); err != nil {
+			return nil, fmt.Errorf("configure %s kube-apiserver for a real node: %w", c.Name, err)
+		}
+		spec.ControllerManager = true
 	}
 	c.env = &envtest.Environment{
 		ControlPlane:             envtest.ControlPlane{Etcd: etcd, APIServer: apiServer},
@@ -120,7 +129,10 @@ func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, dir s
 			}
 			return nil
 		})
-		if !hub {
+		switch {
+		case spec.RealNode:
+			g.Go(func() error { return c.startWithRealNode(gctx, binDir, nodeBinDir, nodeCA) })
+		case !hub:
 			g.Go(func() error { return c.startNodes(gctx, binDir) })
 		}
 		if err := g.Wait(); err != nil {
@@ -131,16 +143,20 @@ func startCluster(ctx context.Context, spec ClusterSpec, hub bool, binDir, dir s
 	return c, nil
 }
 
-// stop stops the cluster's processes: the components beside the API server first (together), then
-// the API server and etcd.
+// stop stops the cluster's processes: a real node first (its pods are deleted through the API server),
+// then the components beside the API server (together), then the API server and etcd.
 func (c *Cluster) stop() error {
+	var errs []error
+	if c.RealNode != nil {
+		errs = append(errs, c.stopRealNode())
+	}
 	var g errgroup.Group
 	for _, p := range []*component{c.kcm, c.scheduler, c.kwok} {
 		if p != nil {
 			g.Go(p.stop)
 		}
 	}
-	errs := []error{g.Wait()}
+	errs = append(errs, g.Wait())
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stop %s control plane: %w", c.Name, err))

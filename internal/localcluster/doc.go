@@ -5,4 +5,19 @@
 // pods are scheduled and run as on a real cluster. It installs the CRDs each side serves, writes an admin
 // kubeconfig per cluster, and stops everything it started — also when its owner dies without stopping
 // it, through a guardian process that outlives the owner.
+//
+// One cluster may instead have a real node (ClusterSpec.RealNode): kubelet and kube-proxy from `make
+// node`, with Debian's containerd (a child process with its own configuration, state and socket in the
+// cluster's directory), runc and CNI plugins, so that pods run as containers of images imported with
+// RealNode.ImportImage (WriteImageArchive packs a static binary as one); nothing is ever pulled. It
+// needs root (RealNodeUnavailable says what is missing) and is the machine's only one while it runs.
+// Its API server keeps the ServiceAccount admission plugin and serves on an extra address of the
+// loopback interface that pods reach through the `kubernetes` Service. Stopping it — or the guardian,
+// for an owner that died — also kills its containers, unmounts what the kubelet and containerd mounted
+// in the cluster's directory, and removes the iptables chains and the pods' bridge the node made.
+//
+// Files: localcluster.go (Start, Options), cluster.go (one cluster), controllermanager.go, nodes.go
+// (kwok's simulated nodes); realnode.go (the real node's start and stop), containerd.go, kubelet.go,
+// kubeproxy.go, cni.go, nodecerts.go, nodehost.go (what the machine must have and give), nodecleanup.go,
+// image.go; guardian.go and procs.go (finding and killing what a cluster runs).
 package localcluster

@@ -115,11 +115,18 @@ func runGuardian(in io.Reader, log io.Writer) int {
 	return code
 }
 
-// killAndRemove kills every process running under dir, waits for them to be gone, and removes dir.
+// killAndRemove kills every process running under dir and their descendants, waits for them to be
+// gone, cleans up what a real node under dir leaves on the machine, and removes dir.
+//
+// The descendants are a real node's containers: their processes name no path of dir, but they are
+// children of containerd's shims, which do.
 func killAndRemove(dir string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		procs, err := processesUnder(dir)
+		if err == nil {
+			procs, err = withDescendants(procs)
+		}
 		if err != nil {
 			return fmt.Errorf("list processes under %s: %w", dir, err)
 		}
@@ -133,6 +140,11 @@ func killAndRemove(dir string, timeout time.Duration) error {
 			_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if hasRealNode(dir) {
+		if err := cleanupRealNodeHost(dir); err != nil {
+			return fmt.Errorf("clean up the real node of %s: %w", dir, err)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)

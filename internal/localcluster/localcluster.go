@@ -30,6 +30,14 @@ type ClusterSpec struct {
 	// notices kinds added later only at its next discovery resync (every 30s), and until then leaves
 	// their foreground deletions hanging.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// RealNode gives the cluster one real node — a kubelet with containerd, runc and CNI plugins, and
+	// kube-proxy — in place of kwok's simulated ones, so that its pods run as containers of images
+	// imported with RealNode.ImportImage. It implies ControllerManager (and kube-scheduler). Its API
+	// server keeps the ServiceAccount admission plugin and serves on an address pods reach through the
+	// `kubernetes` Service. It needs root and Debian's containerd, runc, containernetworking-plugins,
+	// iptables and conntrack (RealNodeUnavailable says what is missing), and at most one cluster of a
+	// machine has one at a time: Start waits for another environment's real node to stop.
+	RealNode bool
 }
 
 // Options configures Start.
@@ -41,6 +49,9 @@ type Options struct {
 	// BinaryDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok.
 	// Default: FindBinaryDir().
 	BinaryDir string
+	// NodeBinaryDir holds kubelet, kube-proxy and pause, for a cluster with a real node.
+	// Default: FindNodeBinaryDir().
+	NodeBinaryDir string
 	// TempDir is where the environment's directory is created. Default: os.TempDir().
 	TempDir string
 }
@@ -54,6 +65,8 @@ type Environment struct {
 
 	stopOnce sync.Once
 	stopErr  error
+	// nodeLock is held while a cluster of the environment has a real node (lockRealNode).
+	nodeLock *os.File
 }
 
 // Clusters returns the hub followed by the spokes.
@@ -79,17 +92,36 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	}
 	specs := append([]ClusterSpec{opts.Hub}, opts.Spokes...)
 	seen := map[string]bool{}
+	realNodes := 0
 	for _, s := range specs {
 		if s.Name == "" || s.Name != filepath.Base(s.Name) || seen[s.Name] {
 			return nil, fmt.Errorf("cluster names must be unique, non-empty path elements: %q", s.Name)
 		}
 		seen[s.Name] = true
+		if s.RealNode {
+			realNodes++
+		}
+	}
+	if realNodes > 1 {
+		return nil, fmt.Errorf("%d clusters ask for a real node; a machine runs one at a time", realNodes)
 	}
 	binDir := opts.BinaryDir
 	if binDir == "" {
 		var err error
 		if binDir, err = FindBinaryDir(); err != nil {
 			return nil, err
+		}
+	}
+	nodeBinDir := opts.NodeBinaryDir
+	if realNodes > 0 {
+		if reason := RealNodeUnavailable(); reason != "" {
+			return nil, fmt.Errorf("this machine cannot run a real node: %s", reason)
+		}
+		if nodeBinDir == "" {
+			var err error
+			if nodeBinDir, err = FindNodeBinaryDir(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	hubCRDs, err := manifests.HubCRDs()
@@ -109,6 +141,11 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	env := &Environment{Dir: dir}
+	if realNodes > 0 {
+		if env.nodeLock, err = lockRealNode(ctx); err != nil {
+			return nil, errors.Join(err, env.Stop())
+		}
+	}
 
 	clusters := make([]*Cluster, len(specs))
 	errs := make([]error, len(specs))
@@ -122,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 				crds = hubCRDs
 			}
 			// envtest installs the CRDs it is given into its own list; give each cluster its own copies.
-			clusters[i], errs[i] = startCluster(ctx, spec, i == 0, binDir, filepath.Join(dir, spec.Name), append(deepCopyCRDs(crds), deepCopyCRDs(spec.CRDs)...))
+			clusters[i], errs[i] = startCluster(ctx, spec, i == 0, binDir, nodeBinDir, filepath.Join(dir, spec.Name), append(deepCopyCRDs(crds), deepCopyCRDs(spec.CRDs)...))
 		}()
 	}
 	wg.Wait()
@@ -155,6 +192,10 @@ func (e *Environment) Stop() error {
 			errs = append(errs, err)
 		} else {
 			release(e.Dir)
+		}
+		// Only once the node's traces are gone may the next real node start.
+		if e.nodeLock != nil {
+			errs = append(errs, e.nodeLock.Close())
 		}
 		e.stopErr = errors.Join(errs...)
 	})

@@ -425,10 +425,3 @@ func poll(ctx context.Context, timeout time.Duration, cond wait.ConditionWithCon
 	defer cancel()
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, cond)
 }
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,6 +39,54 @@ func processesUnder(dir string) ([]Process, error) {
 		}
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
 		out = append(out, Process{PID: pid, Name: filepath.Base(string(argv0))})
+	}
+	return out, nil
+}
+
+// withDescendants adds to procs every live process descended from one of them.
+func withDescendants(procs []Process) ([]Process, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]Process{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// After the parenthesised command name: the state (field 3), then the parent's pid (field 4).
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) < 2 || fields[0] == "Z" || fields[0] == "X" {
+			continue
+		}
+		ppid, err := strconv.Atoi(fields[1])
+		if err != nil {
+			continue
+		}
+		name := string(stat[bytes.IndexByte(stat, '(')+1 : i])
+		children[ppid] = append(children[ppid], Process{PID: pid, Name: name})
+	}
+	seen := map[int]bool{}
+	var out []Process
+	queue := slices.Clone(procs)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p.PID] {
+			continue
+		}
+		seen[p.PID] = true
+		out = append(out, p)
+		queue = append(queue, children[p.PID]...)
 	}
 	return out, nil
 }
