@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -85,20 +87,27 @@ func TestPagedRelistAtAResourceVersionReadsEverythingInPages(t *testing.T) {
 	}
 
 	// A relist at that same resourceVersion later gets the objects as they are now, as an unpaged
-	// relist does: not as they were at that version.
+	// relist does, not as they were at that version. "Not older than" that version, the API server
+	// answers from its watch cache, which may be a moment behind the create: so the new object shows
+	// within a deadline, where a list pinned at the version would never show it.
 	if _, err := client.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: namespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	list, err = lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: seen.ResourceVersion})
-	if err != nil {
-		t.Fatalf("relist: %v", err)
-	}
-	if items, err = meta.ExtractList(list); err != nil {
-		t.Fatal(err)
-	}
-	if len(items) != len(seen.Items)+1 {
-		t.Errorf("a relist at resourceVersion %s after one more ConfigMap returned %d objects; want %d: the objects as they are now",
-			seen.ResourceVersion, len(items), len(seen.Items)+1)
+	got := 0
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: seen.ResourceVersion})
+		if err != nil {
+			return false, fmt.Errorf("relist: %w", err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return false, err
+		}
+		got = len(items)
+		return got == len(seen.Items)+1, nil
+	}); err != nil {
+		t.Errorf("a relist at resourceVersion %s after one more ConfigMap returned %d objects; want %d: the objects as they are now (%v)",
+			seen.ResourceVersion, got, len(seen.Items)+1, err)
 	}
 }
