@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
@@ -86,13 +88,13 @@ func TestOwnerKilledWithPodsRunning(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	var left []string
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if left = nodeLeftovers(t, dir); len(left) == 0 {
-			t.Logf("the guardian cleaned up %s after the owner was killed", time.Since(killed).Round(time.Millisecond))
-			return
-		}
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		left = nodeLeftovers(t, dir)
+		return len(left) == 0, nil
+	}); err != nil {
+		t.Fatalf("a minute after the owner was killed, its real node left:\n%s", strings.Join(left, "\n"))
 	}
-	t.Errorf("a minute after the owner was killed, its real node left:\n%s", strings.Join(left, "\n"))
+	t.Logf("the guardian cleaned up %s after the owner was killed", time.Since(killed).Round(time.Millisecond))
 }
 
 // runOwner starts a cluster with a real node, runs a pod on it, reports and waits to be killed.
