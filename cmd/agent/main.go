@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -52,7 +53,7 @@ func newCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.OCMCommandLine = len(args) == 1
+			o.OCMCommandLine = len(args) > 0
 			if err := o.Complete(); err != nil {
 				return err
 			}
@@ -69,9 +70,12 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// klusterletArgs accepts no argument but the `agent` of OCM's work agent command line.
+// klusterletArgs accepts no argument but OCM's work agent command line: `agent`, or `/work agent`. The
+// klusterlet's work-agent Deployment gives `/work agent …` as its container's args, with no command:
+// OCM's image has no entrypoint and runs them as they are, while the kubelet appends them to the
+// entrypoint of Ferry's image, so that ferry-agent sees `/work` as its first argument.
 func klusterletArgs(_ *cobra.Command, args []string) error {
-	if len(args) == 0 || (len(args) == 1 && args[0] == "agent") {
+	if len(args) == 0 || slices.Equal(args, []string{"agent"}) || slices.Equal(args, []string{"/work", "agent"}) {
 		return nil
 	}
 	return fmt.Errorf("unexpected argument %q: ferry-agent takes flags only (and the positional agent of OCM's work agent command line)", strings.Join(args, " "))

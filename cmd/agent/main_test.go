@@ -34,6 +34,12 @@ func TestErrorsAreOneLine(t *testing.T) {
 		// OCM's work agent command line: the positional agent is taken, and the flags after it are read.
 		{"klusterlet command line", []string{"agent", "--spoke-cluster-name=cluster1"},
 			"ferry-agent: --hub-kubeconfig or --hub-kubeconfig-dir is required\n"},
+		// As the kubelet runs the klusterlet's Deployment (args `/work agent …`, no command) with
+		// Ferry's image: after its entrypoint.
+		{"klusterlet args after the image's entrypoint", []string{"/work", "agent", "--spoke-cluster-name=cluster1"},
+			"ferry-agent: --hub-kubeconfig or --hub-kubeconfig-dir is required\n"},
+		{"/work without agent", []string{"/work", "--spoke-cluster-name=cluster1"},
+			`ferry-agent: unexpected argument "/work": ferry-agent takes flags only (and the positional agent of OCM's work agent command line)` + "\n"},
 		{"another argument", []string{"registration", "--spoke-cluster-name=cluster1"},
 			`ferry-agent: unexpected argument "registration": ferry-agent takes flags only (and the positional agent of OCM's work agent command line)` + "\n"},
 		{"a bad TLS version", []string{"agent", "--hub-kubeconfig-dir", emptyDir, "--tls-min-version=VersionSSL3"},

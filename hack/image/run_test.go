@@ -63,13 +63,13 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 		}
 		return os.WriteFile(filepath.Join(dir, "spoke.kubeconfig"), spokeKubeconfig, 0o600)
 	})
-	// ferry-agent runs as the klusterlet starts OCM's work agent: /work agent and the arguments of the
-	// klusterlet's work-agent Deployment (open-cluster-management.io/ocm v1.2.0,
-	// manifests/klusterlet/management/klusterlet-work-deployment.yaml), in its Hosted mode (the spoke
-	// reached through --spoke-kubeconfig, as a process outside the cluster must). Only what a process on
-	// this machine cannot share with other tests differs: the ports.
-	klusterletCfg := agentCfg.DeepCopy()
-	klusterletCfg.Config.Entrypoint = []string{"/work"}
+	// ferry-agent runs as the klusterlet starts OCM's work agent: the klusterlet's work-agent Deployment
+	// (open-cluster-management.io/ocm v1.2.0, manifests/klusterlet/management/klusterlet-work-deployment.yaml)
+	// gives `/work agent …` as its container's args and no command, which OCM's image (no entrypoint)
+	// runs as its command line and a kubelet appends to any other image's entrypoint: so here the image's
+	// own entrypoint with those args, as the kubelet runs them. In its Hosted mode (the spoke reached
+	// through --spoke-kubeconfig, as a process outside the cluster must); only what a process on this
+	// machine cannot share with other tests differs: the ports.
 	// Where the Lease goes when the agent finds no namespace of its pod: the klusterlet's namespace.
 	spokeKube, err := kubernetes.NewForConfig(env.Spokes[0].Config)
 	if err != nil {
@@ -83,8 +83,8 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	listen := addrs[0]
-	agent := runContainer(t, klusterletCfg, agentRoot,
-		"agent",
+	agent := runContainer(t, agentCfg, agentRoot,
+		"/work", "agent",
 		"--spoke-cluster-name=cluster1",
 		"--workload-source-driver=kube",
 		"--workload-source-config="+secretsDir+"/hub-kubeconfig/kubeconfig",
