@@ -134,9 +134,12 @@ else
 	bin/bench-fleet sweep-table "$${files[@]}" && [ "$$failed$$stop" = 0 ]
 endif
 
+# More flags of `ferry-local up` for local-up and demo (demo-node sets --real-node).
+LOCAL_UP_ARGS ?=
+
 .PHONY: local-up
 local-up: control-plane build ## start a local hub + spokes (cluster1, cluster2), each with ferry-agent, in the background
-	bin/ferry-local up --state-dir $(LOCAL_DIR)
+	bin/ferry-local up --state-dir $(LOCAL_DIR) $(LOCAL_UP_ARGS)
 
 .PHONY: local-down
 local-down: ## stop the local hub + spokes
@@ -196,6 +199,28 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	  echo; echo "# hub: kubectl ferry rollout history rollout-app -n default"; \
 	  $(KUBECTL_FERRY) rollout history rollout-app -n default || exit 1; \
 	fi
+
+# The node act of demo-node: the hub's own cluster, local-cluster, where ferry-hub and ferry-agent run as
+# pods of deploy/ on a real node.
+.PHONY: demo-node
+demo-node: node images ## make demo with the hub on a real node (root; see test/node): ferry-hub and the hub's own agent installed from deploy/ as pods, a work run there as a real container
+	@if [ -f $(LOCAL_DIR)/clusters ] && ! $(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedcluster local-cluster >/dev/null 2>&1; then \
+	  echo "local clusters without a real node are running: make local-down first" >&2; exit 1; \
+	fi
+	$(MAKE) demo LOCAL_UP_ARGS='--real-node --images bin/images'
+	@echo; echo "# hub: kubectl get managedclusters   (local-cluster is the hub itself, its agent a pod)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedclusters
+	@echo; echo "# hub: kubectl -n local-cluster apply -f examples/node-work.yaml"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n local-cluster apply -f examples/node-work.yaml
+	@$(KUBECTL_FERRY) status work node-hello -n local-cluster --until-healthy --timeout 2m >/dev/null
+	@echo; echo "# hub: kubectl ferry status work node-hello -n local-cluster"
+	@$(KUBECTL_FERRY) status work node-hello -n local-cluster
+	@echo; echo "# hub: kubectl get pods -n ferry-system -o wide   (ferry-hub, from deploy/hub)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n ferry-system get pods -o wide
+	@echo; echo "# hub: kubectl get pods -n ferry-agent -o wide   (local-cluster's ferry-agent, from deploy/agent/spoke)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n ferry-agent get pods -o wide
+	@echo; echo "# hub: kubectl get pods -n node-hello -o wide   (the work's Deployment, a real container)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n node-hello get pods -o wide
 
 .PHONY: clean
 clean: local-down ## stop the local clusters and remove bin/ (the control plane rebuilds on the next make test)

@@ -30,6 +30,8 @@ type options struct {
 	agents      bool
 	agentBinary string
 	deployDir   string
+	realNode    bool
+	imagesDir   string
 }
 
 func main() {
@@ -67,6 +69,8 @@ func newCommand() *cobra.Command {
 		c.Flags().BoolVar(&o.agents, "agents", true, "run ferry-hub on the hub and ferry-agent for every spoke")
 		c.Flags().StringVar(&o.agentBinary, "agent-binary", "", "the ferry-agent binary (default: ferry-agent beside ferry-local)")
 		c.Flags().StringVar(&o.deployDir, "deploy-dir", "deploy", "the kustomizations whose Deployments, args, env and RBAC ferry-hub (<dir>/hub) and ferry-agent (<dir>/agent/spoke) run with")
+		c.Flags().BoolVar(&o.realNode, "real-node", false, "give the hub a real node (kubelet + containerd; needs root) and install ferry-hub there from <deploy-dir>/hub as a pod, with the hub registered with itself as "+localClusterName+" and its ferry-agent a pod of <deploy-dir>/agent/spoke; the spokes' agents stay processes")
+		c.Flags().StringVar(&o.imagesDir, "images", "bin/images", "with --real-node: the directory of the image archives `make images` writes, imported into the node")
 	}
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the clusters to be ready")
 	down := &cobra.Command{
@@ -118,6 +122,19 @@ func (o *options) up(ctx context.Context) error {
 	}
 	args := []string{"serve", "--state-dir", o.stateDir, "--spokes", strings.Join(o.spokes, ","),
 		fmt.Sprintf("--agents=%t", o.agents), "--deploy-dir", deployDir}
+	if o.realNode {
+		if !o.agents {
+			return fmt.Errorf("--real-node installs Ferry on the node; it cannot go with --agents=false")
+		}
+		if reason := localcluster.RealNodeUnavailable(); reason != "" {
+			return fmt.Errorf("--real-node: %s", reason)
+		}
+		imagesDir, err := filepath.Abs(o.imagesDir)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--real-node", "--images", imagesDir)
+	}
 	if o.binaryDir != "" {
 		args = append(args, "--binary-dir", o.binaryDir)
 	}
@@ -162,7 +179,7 @@ func (o *options) up(ctx context.Context) error {
 func (o *options) serve(ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	opts := localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub", ControllerManager: true}, BinaryDir: o.binaryDir}
+	opts := localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub", ControllerManager: true, RealNode: o.realNode}, BinaryDir: o.binaryDir}
 	for _, name := range o.spokes {
 		opts.Spokes = append(opts.Spokes, localcluster.ClusterSpec{Name: name, ControllerManager: true})
 	}
@@ -212,14 +229,23 @@ func (o *options) serve(ctx context.Context) error {
 }
 
 // startFerry runs ferry-hub on the hub and ferry-agent for every spoke, each as its Deployment in
-// deploy/ runs it. It returns what it started, also on error, for the caller to stop.
+// deploy/ runs it — with --real-node, ferry-hub as that Deployment's pod (installOnNode). It returns the
+// processes it started, also on error, for the caller to stop.
 func (o *options) startFerry(ctx context.Context, env *localcluster.Environment) ([]*process, error) {
-	hub, err := o.startHub(ctx, env)
-	if err != nil {
-		return nil, err
+	var procs []*process
+	if o.realNode {
+		if err := o.installOnNode(ctx, env); err != nil {
+			return nil, err
+		}
+	} else {
+		hub, err := o.startHub(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, hub)
 	}
 	agents, err := o.startAgents(ctx, env)
-	return append([]*process{hub}, agents...), err
+	return append(procs, agents...), err
 }
 
 // writeKubeconfigs writes the kubeconfigs, and with ready the clusters file that tells `up` all is

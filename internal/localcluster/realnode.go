@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -217,14 +218,19 @@ func (c *Cluster) stopRealNode() error {
 	return errors.Join(errs...)
 }
 
-// drainRealNode deletes every pod bound to the node and waits up to half a minute for the kubelet to
-// have stopped them and removed their objects.
+// drainRealNode cordons the node and deletes every pod bound to it, as `kubectl drain` does, and waits
+// up to half a minute for the kubelet to have stopped them and removed their objects. Cordoned, the node
+// takes no replacement that a Deployment's ReplicaSet makes for a deleted pod: it stays Pending.
 func (c *Cluster) drainRealNode() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	kube, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
+	}
+	cordon := []byte(`{"spec":{"unschedulable":true}}`)
+	if _, err := kube.CoreV1().Nodes().Patch(ctx, c.RealNode.Name, types.StrategicMergePatchType, cordon, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("cordon %s node %s: %w", c.Name, c.RealNode.Name, err)
 	}
 	onNode := metav1.ListOptions{FieldSelector: "spec.nodeName=" + c.RealNode.Name}
 	var left int

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/podinstall"
 )
 
 // probeImage is the tag the probe program is imported under; only the node has it, so a pod of it
@@ -56,7 +57,7 @@ func TestPodsRunOnARealNode(t *testing.T) {
 			t.Fatalf("create pod: %v", err)
 		}
 		got := waitPod(t, kube, pod.Namespace, pod.Name, func(p *corev1.Pod) bool {
-			return p.Status.Phase == corev1.PodRunning && podReady(p)
+			return p.Status.Phase == corev1.PodRunning && podinstall.PodReady(p)
 		})
 		t.Logf("pod Running and Ready %s after its creation, on %s at %s", time.Since(created).Round(time.Millisecond), got.Spec.NodeName, got.Status.PodIP)
 		if got.Spec.NodeName != node.Name {
@@ -215,15 +216,6 @@ func waitPod(t *testing.T, kube kubernetes.Interface, namespace, name string, do
 		t.Fatalf("pod %s/%s: %v; status: %s", namespace, name, err, status)
 	}
 	return pod
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // nodeLeftovers lists what a stopped real node left on the machine: processes or mounts naming its
