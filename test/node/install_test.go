@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,7 +107,7 @@ func TestFerryInstalledFromDeploy(t *testing.T) {
 
 	t.Run("the agent's pod reports its work's status", func(t *testing.T) {
 		w := worktest.WaitWork(t, works, installedCluster, "first", "the ConfigMap's status fed back", func(w *workv1.ManifestWork) bool {
-			return len(w.Status.ResourceStatus.Manifests) == 1 && conditionTrue(w.Status.ResourceStatus.Manifests[0].Conditions, workv1.ManifestAvailable)
+			return len(w.Status.ResourceStatus.Manifests) == 1 && meta.IsStatusConditionTrue(w.Status.ResourceStatus.Manifests[0].Conditions, workv1.ManifestAvailable)
 		})
 		if got := w.Status.ResourceStatus.Manifests[0].ResourceMeta.Name; got != "installed-first" {
 			t.Errorf("manifest status names %q, want installed-first", got)
@@ -185,7 +186,7 @@ func TestFerryInstalledFromDeploy(t *testing.T) {
 		createConfigMapWork(t, works, "after-renewal")
 		waitFor(t, "work after-renewal Applied with the renewed credential", podWait, func(ctx context.Context) (bool, error) {
 			w, err := works.WorkV1().ManifestWorks(installedCluster).Get(ctx, "after-renewal", metav1.GetOptions{})
-			return err == nil && conditionTrue(w.Status.Conditions, workv1.WorkApplied), nil
+			return err == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied), nil
 		})
 		t.Logf("work applied %s after the credential was renewed (the kubelet refreshes a mounted Secret within its sync period)", time.Since(renewed).Round(time.Millisecond))
 		pod, err := kube.CoreV1().Pods(agentPod.Namespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
@@ -283,7 +284,7 @@ func waitWorkApplied(t *testing.T, works workclientset.Interface, name string) {
 	t.Helper()
 	waitFor(t, "work "+name+" Applied", podWait, func(ctx context.Context) (bool, error) {
 		w, err := works.WorkV1().ManifestWorks(installedCluster).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && conditionTrue(w.Status.Conditions, workv1.WorkApplied), nil
+		return err == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied), nil
 	})
 }
 
@@ -387,15 +388,6 @@ func restarts(p *corev1.Pod) int32 {
 		n += s.RestartCount
 	}
 	return n
-}
-
-func conditionTrue(conds []metav1.Condition, typ string) bool {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitFor polls cond every 100ms for up to timeout; on failure it names what it waited for and, when
