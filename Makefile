@@ -4,7 +4,7 @@ GO    ?= go
 
 # The test control plane built by hack/tools (etcd, kube-apiserver, kube-controller-manager).
 export FERRY_CONTROL_PLANE_DIR := $(CURDIR)/bin/control-plane/current
-# OCM's own work agent, built by hack/tools as a test peer (`make ocm-peers`; the klusterlet swap test runs it).
+# OCM's own agents, built by hack/tools as test peers (`make ocm-peers`; the klusterlet swap test and test/node run them).
 export FERRY_OCM_PEERS_DIR := $(CURDIR)/bin/ocm-peers/current
 # The real node (kubelet, kube-proxy, pause) built by hack/tools/build-node.sh; test/node runs pods on it.
 export FERRY_NODE_DIR := $(CURDIR)/bin/node/current
@@ -40,7 +40,7 @@ node: ## build the real node of the local clusters (kubelet, kube-proxy, pause) 
 	hack/tools/build-node.sh
 
 .PHONY: ocm-peers
-ocm-peers: ## build OCM's own work agent, a test peer of ferry-agent, into bin/ocm-peers (cached by pinned version; about 7 min cold)
+ocm-peers: ## build OCM's own agents (work, registration, klusterlet operator), test peers of Ferry, into bin/ocm-peers (cached by pinned version; about 10 min cold)
 	hack/tools/build-ocm-peers.sh
 
 .PHONY: manifests

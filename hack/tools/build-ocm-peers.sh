@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds OCM's own agents, Ferry's test peers, at the version pinned in hack/tools/ocm/go.mod into
-# bin/ocm-peers/<key>/ and points bin/ocm-peers/current at it: today the work agent (`work`, the binary
-# the klusterlet runs as `/work agent …`), which the takeover test runs before ferry-agent replaces it.
+# bin/ocm-peers/<key>/ and points bin/ocm-peers/current at it: the work agent (`work`, the binary the
+# klusterlet runs as `/work agent …`), which the takeover test runs before ferry-agent replaces it; the
+# registration agent and hub controller (`registration`) and the klusterlet operator
+# (`registration-operator`), which test/node runs as `clusteradm join` installs them; and
+# `render-klusterlet`, which renders what `clusteradm join` applies (hack/tools/ocm/render-klusterlet).
 # The key names the pinned version and hashes the module's go.mod and go.sum and this script, so a
-# second run with nothing changed is a no-op. Cold, the build takes about 7 minutes on a 2-core machine.
+# second run with nothing changed is a no-op. Cold, the build takes about 10 minutes on a 2-core machine
+# (the binaries share one dependency graph: most of it is compiled once).
 set -euo pipefail
 
 tools=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,16 +25,33 @@ out="$root/bin/ocm-peers/$key"
 if [[ -f "$out/.complete" ]]; then
   echo "OCM test peers up to date: $out"
 else
-  echo "building OCM's work agent $ocm_version into $out (a few minutes cold)"
+  echo "building OCM's agents $ocm_version into $out (about 10 minutes cold)"
   rm -rf "$out" "$out.partial"
   mkdir -p "$out.partial"
   set -x
-  go build -trimpath -ldflags "-s -w" -o "$out.partial/work" open-cluster-management.io/ocm/cmd/work
+  go build -trimpath -ldflags "-s -w" -o "$out.partial/" \
+    open-cluster-management.io/ocm/cmd/work \
+    open-cluster-management.io/ocm/cmd/registration \
+    open-cluster-management.io/ocm/cmd/registration-operator \
+    ./render-ocm
   set +x
+  # The hub's CRDs as OCM's cluster-manager operator installs them, but for the two add-on CRDs: OCM's
+  # copies are templates naming the add-on webhook for conversion, which a test hub does not run, so
+  # the API module's own (v1alpha1 only) stand in.
+  mkdir "$out.partial/hub-crds"
+  ocm_dir=$(go list -m -f '{{.Dir}}' open-cluster-management.io/ocm)
+  api_dir=$(go list -m -f '{{.Dir}}' open-cluster-management.io/api)
+  for crd in "$ocm_dir"/manifests/cluster-manager/hub/crds/*.yaml; do
+    if grep -q '{{' "$crd"; then
+      cp "$api_dir/addon/v1alpha1/$(basename "$crd")" "$out.partial/hub-crds/"
+    else
+      cp "$crd" "$out.partial/hub-crds/"
+    fi
+  done
   touch "$out.partial/.complete"
   mv "$out.partial" "$out"
   find "$root/bin/ocm-peers" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
 fi
 
 ln -sfn "$key" "$root/bin/ocm-peers/current"
-echo "OCM work agent $ocm_version: $out/work"
+echo "OCM's agents $ocm_version: $out/{work,registration,registration-operator,render-ocm,hub-crds}"

@@ -25,7 +25,7 @@ func startControllerManager(ctx context.Context, c *Cluster, binDir string) (*co
 	if err := os.WriteFile(caFile, c.Config.CAData, 0o600); err != nil {
 		return nil, err
 	}
-	m, err := startComponent(c, binDir, "kube-controller-manager", []string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0", // several clusters share this machine; no serving port to collide on
@@ -33,7 +33,17 @@ func startControllerManager(ctx context.Context, c *Cluster, binDir string) (*co
 		"--service-account-private-key-file=" + filepath.Join(c.Dir, "apiserver", "sa-signer.key"),
 		"--root-ca-file=" + caFile,
 		"--concurrent-gc-syncs=20",
-	}, nil)
+	}
+	signerKey := filepath.Join(c.Dir, "apiserver", "node-ca.key")
+	if _, err := os.Stat(signerKey); err == nil {
+		// A cluster with a real node signs the client certificates that approved CSRs of signer
+		// kubernetes.io/kube-apiserver-client ask for — how an OCM registration agent gets its hub
+		// credential — with the authority its API server trusts for clients (nodeCAAuthn).
+		args = append(args,
+			"--cluster-signing-kube-apiserver-client-cert-file="+filepath.Join(c.Dir, "apiserver", "node-ca.crt"),
+			"--cluster-signing-kube-apiserver-client-key-file="+signerKey)
+	}
+	m, err := startComponent(c, binDir, "kube-controller-manager", args, nil)
 	if err != nil {
 		return nil, err
 	}

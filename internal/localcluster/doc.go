@@ -9,10 +9,12 @@
 // One cluster may instead have a real node (ClusterSpec.RealNode): kubelet and kube-proxy from `make
 // node`, with Debian's containerd (a child process with its own configuration, state and socket in the
 // cluster's directory), runc and CNI plugins, so that pods run as containers of images imported with
-// RealNode.ImportImage (WriteImageArchive packs a static binary as one); nothing is ever pulled. It
+// RealNode.ImportImage (WriteImageArchive and WriteImage pack static binaries as one); nothing is ever pulled. It
 // needs root (RealNodeUnavailable says what is missing) and is the machine's only one while it runs.
 // Its API server keeps the ServiceAccount admission plugin and serves on an extra address of the
-// loopback interface that pods reach through the `kubernetes` Service. Stopping it — or the guardian,
+// loopback interface that pods reach through the `kubernetes` Service, and trusts the cluster's own
+// authority for client certificates, with which kube-controller-manager signs what an approved CSR asks
+// for (signer kubernetes.io/kube-apiserver-client: an OCM registration agent's credential). Stopping it — or the guardian,
 // for an owner that died — also kills its containers, unmounts what the kubelet and containerd mounted
 // in the cluster's directory, and removes the iptables chains and the pods' bridge the node made.
 //

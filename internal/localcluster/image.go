@@ -22,22 +22,41 @@ import (
 // program; Ferry's own images come from `make images` (hack/image), which also fixes every input for
 // reproducible digests.
 func WriteImageArchive(path, tag, binary string) error {
-	ref, err := name.NewTag(tag)
+	return WriteImage(path, ImageSpec{Tag: tag, Binaries: []string{binary}, Entrypoint: []string{"/" + filepath.Base(binary)}})
+}
+
+// ImageSpec is an image of static binaries, each at /<its base name>, in one layer.
+type ImageSpec struct {
+	Tag      string
+	Binaries []string
+	// Entrypoint is the image's entrypoint; none when empty, as in OCM's images, whose Deployments name
+	// the binary in their args (`/registration agent …`).
+	Entrypoint []string
+	// User is the image's user; a numeric one lets a pod that sets runAsNonRoot without runAsUser
+	// start (the kubelet cannot check a name). Empty is root.
+	User string
+}
+
+// WriteImage packs spec's binaries as a one-layer image named spec.Tag and writes it to path as a
+// docker archive, which Cluster.ImportImage loads into a real node.
+func WriteImage(path string, spec ImageSpec) error {
+	ref, err := name.NewTag(spec.Tag)
 	if err != nil {
-		return fmt.Errorf("image tag %q: %w", tag, err)
+		return fmt.Errorf("image tag %q: %w", spec.Tag, err)
 	}
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return err
-	}
-	entry := filepath.Base(binary)
 	var layerTar bytes.Buffer
 	tw := tar.NewWriter(&layerTar)
-	if err := tw.WriteHeader(&tar.Header{Name: entry, Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return err
+	for _, binary := range spec.Binaries {
+		data, err := os.ReadFile(binary)
+		if err != nil {
+			return err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: filepath.Base(binary), Mode: 0o755, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -46,7 +65,7 @@ func WriteImageArchive(path, tag, binary string) error {
 		return io.NopCloser(bytes.NewReader(layerTar.Bytes())), nil
 	})
 	if err != nil {
-		return fmt.Errorf("layer of %s: %w", binary, err)
+		return fmt.Errorf("layer of %s: %w", spec.Tag, err)
 	}
 	img, err := mutate.AppendLayers(empty.Image, layer)
 	if err != nil {
@@ -58,7 +77,7 @@ func WriteImageArchive(path, tag, binary string) error {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", runtime.GOARCH
-	cfg.Config = v1.Config{Entrypoint: []string{"/" + entry}, WorkingDir: "/"}
+	cfg.Config = v1.Config{Entrypoint: spec.Entrypoint, User: spec.User, WorkingDir: "/"}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}

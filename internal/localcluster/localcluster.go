@@ -34,7 +34,7 @@ type ClusterSpec struct {
 	// kube-proxy — in place of kwok's simulated ones, so that its pods run as containers of images
 	// imported with RealNode.ImportImage. It implies ControllerManager (and kube-scheduler). Its API
 	// server keeps the ServiceAccount admission plugin and serves on an address pods reach through the
-	// `kubernetes` Service. It needs root and Debian's containerd, runc, containernetworking-plugins,
+	// `kubernetes` Service; its kube-controller-manager signs approved client CSRs. It needs root and Debian's containerd, runc, containernetworking-plugins,
 	// iptables and conntrack (RealNodeUnavailable says what is missing), and at most one cluster of a
 	// machine has one at a time: Start waits for another environment's real node to stop.
 	RealNode bool

@@ -71,6 +71,15 @@ func configureRealNodeAPIServer(ctx context.Context, apiServer *envtest.APIServe
 	if err := os.WriteFile(caFile, ca.certPEM, 0o600); err != nil {
 		return nil, err
 	}
+	// kube-controller-manager signs the client certificates CSRs ask for with the authority's key.
+	caKey, err := ca.keyPEM()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "node-ca.key"), caKey, 0o600); err != nil {
+		return nil, err
+	}
+	apiServer.SecureServing.Authn = &nodeCAAuthn{ca: ca}
 	// envtest picks an address and port of its own unless given both.
 	port, err := freePort(nodeIP.String())
 	if err != nil {

@@ -1,11 +1,24 @@
-// OCM's own agents as test peers of Ferry: the work agent of open-cluster-management.io/ocm at the version
-// pinned here, built by build-ocm-peers.sh (`make ocm-peers`) into bin/ocm-peers/. A module of its own
-// so that Ferry's go.mod never carries OCM's dependency graph.
+// OCM's own agents as test peers of Ferry: the work agent, the registration agent and controller and the
+// klusterlet operator of open-cluster-management.io/ocm at the version pinned here, and render-klusterlet
+// (what `clusteradm join` applies), built by build-ocm-peers.sh (`make ocm-peers`) into bin/ocm-peers/.
+// A module of its own so that Ferry's go.mod never carries OCM's dependency graph.
 module github.com/ferry-mc/ferry/hack/tools/ocm
 
 go 1.25.0
 
-tool open-cluster-management.io/ocm/cmd/work
+tool (
+	open-cluster-management.io/ocm/cmd/registration
+	open-cluster-management.io/ocm/cmd/registration-operator
+	open-cluster-management.io/ocm/cmd/work
+)
+
+require (
+	k8s.io/apimachinery v0.34.3
+	k8s.io/component-base v0.34.3
+	open-cluster-management.io/api v1.2.0
+	open-cluster-management.io/ocm v1.2.0
+	sigs.k8s.io/yaml v1.6.0
+)
 
 require (
 	cel.dev/expr v0.24.0 // indirect
@@ -153,10 +166,8 @@ require (
 	helm.sh/helm/v3 v3.19.5 // indirect
 	k8s.io/api v0.34.3 // indirect
 	k8s.io/apiextensions-apiserver v0.34.3 // indirect
-	k8s.io/apimachinery v0.34.3 // indirect
 	k8s.io/apiserver v0.34.3 // indirect
 	k8s.io/client-go v0.34.3 // indirect
-	k8s.io/component-base v0.34.3 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kms v0.34.3 // indirect
 	k8s.io/kube-aggregator v0.34.3 // indirect
@@ -164,8 +175,6 @@ require (
 	k8s.io/kubectl v0.34.3 // indirect
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
 	open-cluster-management.io/addon-framework v1.2.0 // indirect
-	open-cluster-management.io/api v1.2.0 // indirect
-	open-cluster-management.io/ocm v1.2.0 // indirect
 	open-cluster-management.io/sdk-go v1.2.0 // indirect
 	sigs.k8s.io/about-api v0.0.0-20250131010323-518069c31c03 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
@@ -175,5 +184,4 @@ require (
 	sigs.k8s.io/kube-storage-version-migrator v0.0.6-0.20230721195810-5c8923c5ff96 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )

@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 )
 
@@ -137,7 +141,7 @@ func (o *Options) CheckHubReachable(ctx context.Context) error {
 	case err == nil:
 		return nil
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("hub %s: credential cannot list manifestworks in namespace %s: forbidden: %s", cfg.Host, ns, oneLine(apiMessage(err)))
+		return &hubForbiddenError{msg: fmt.Sprintf("hub %s: credential cannot list manifestworks in namespace %s: forbidden: %s", cfg.Host, ns, oneLine(apiMessage(err)))}
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("hub %s: credential rejected (401 Unauthorized): the client certificate or token is not valid for this hub", cfg.Host)
 	case apierrors.IsNotFound(err):
@@ -154,6 +158,49 @@ func (o *Options) CheckHubReachable(ctx context.Context) error {
 		err = ue.Err // the request URL repeats the host
 	}
 	return fmt.Errorf("hub %s: unreachable: %s", cfg.Host, oneLine(err))
+}
+
+// hubForbiddenError is CheckHubReachable's answer when the hub knows the credential but lets it not
+// list the cluster's ManifestWorks — yet: a cluster joined with `clusteradm join` gets its client
+// certificate before `clusteradm accept`, and its role on the hub only after.
+type hubForbiddenError struct{ msg string }
+
+func (e *hubForbiddenError) Error() string { return e.msg }
+
+// hubAccessBackoff spaces the checks of an agent waiting for its role on the hub: soon after the
+// first, then at most every 30 seconds, as a client-go reflector retries a refused list.
+var hubAccessBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 30 * time.Second}
+
+// WaitHubAccess returns once CheckHubReachable passes, or at once with its error unless that error is
+// a forbidden list: then the agent waits for the hub to grant its cluster's role — the state of a
+// cluster joined but not yet accepted, where OCM's own work agent waits too — logging why, and
+// checks again with a backoff until ctx is done. Any other failure (no answer, a credential the hub
+// rejects, no ManifestWork API) ends the agent with one line, for its supervisor to show.
+func (o *Options) WaitHubAccess(ctx context.Context) error {
+	log := klog.FromContext(ctx)
+	backoff := hubAccessBackoff
+	waited := false
+	last := ""
+	for {
+		err := o.CheckHubReachable(ctx)
+		var forbidden *hubForbiddenError
+		if !errors.As(err, &forbidden) {
+			if err == nil && waited {
+				log.Info("the hub now lets this agent list its cluster's ManifestWorks; starting")
+			}
+			return err
+		}
+		waited = true
+		if forbidden.msg != last {
+			log.Info("waiting for the hub to grant this cluster's role (as `clusteradm accept` does); checking again with a backoff", "reason", forbidden.msg)
+			last = forbidden.msg
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s (gave up waiting: %w)", forbidden.msg, ctx.Err())
+		case <-time.After(backoff.Step()):
+		}
+	}
 }
 
 func isAPIStatus(err error) bool {

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
+	"k8s.io/klog/v2"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
 )
@@ -187,6 +191,48 @@ func TestHubCredentials(t *testing.T) {
 			want := "hub " + env.Hub.URL() + ": credential cannot list manifestworks in namespace cluster1: forbidden: "
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), `"nobody"`) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("CheckHubReachable() = %v\nwant one line starting %q and naming the user", err, want)
+			}
+		})
+
+		// Between `clusteradm join` and `clusteradm accept` the klusterlet's hub credential is valid but
+		// may not list the cluster's ManifestWorks: the agent waits for its role instead of exiting into
+		// CrashLoopBackOff, and starts as soon as the hub grants it.
+		t.Run("credential granted its role while the agent waits", func(t *testing.T) {
+			dir := t.TempDir()
+			stopCertReloaders(t)
+			writeHubDir(t, dir, addUser(t, env.Hub, "agent-late"), ns)
+			var logged atomic.Bool
+			ctx := klog.NewContext(t.Context(), funcr.New(func(prefix, args string) {
+				if strings.Contains(args, "waiting for the hub to grant") {
+					logged.Store(true)
+				}
+			}, funcr.Options{}))
+			done := make(chan error, 1)
+			go func() { done <- dirOptions(t, dir).WaitHubAccess(ctx) }()
+			err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+				select {
+				case err := <-done:
+					return false, fmt.Errorf("WaitHubAccess() = %v before the hub granted the role; want it to wait", err)
+				default:
+					return logged.Load(), nil
+				}
+			})
+			if err != nil {
+				t.Fatalf("the agent says it waits for its role: %v", err)
+			}
+			late := binding.DeepCopy()
+			late.Name, late.ResourceVersion = "work-agent-late", ""
+			late.Subjects[0].Name = "agent-late"
+			if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), late, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("WaitHubAccess() = %v after the hub granted the role, want nil", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("WaitHubAccess() still waiting a minute after the hub granted the role")
 			}
 		})
 

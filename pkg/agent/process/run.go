@@ -104,7 +104,7 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if err != nil {
 		return err
 	}
-	if err := o.CheckHubReachable(ctx); err != nil {
+	if err := o.WaitHubAccess(ctx); err != nil {
 		return err
 	}
 	agentID := o.AgentID

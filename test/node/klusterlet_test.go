@@ -1,0 +1,434 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	clusterclientset "open-cluster-management.io/api/client/cluster/clientset/versioned"
+	operatorclientset "open-cluster-management.io/api/client/operator/clientset/versioned"
+	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/podinstall"
+)
+
+// ocmPeersDirEnv names the directory of OCM's own binaries built as Ferry's test peers
+// (hack/tools/build-ocm-peers.sh, `make ocm-peers`); the Makefile sets it. Without it they are looked
+// for in bin/ocm-peers/current of this checkout.
+const ocmPeersDirEnv = "FERRY_OCM_PEERS_DIR"
+
+// OCM's images as this test builds them from the peers: under the names `clusteradm join
+// --image-registry ferry.io/ocm` makes the klusterlet run (<registry>/<component>:<bundle version>).
+const (
+	ocmRegistry          = "ferry.io/ocm"
+	ocmTag               = "v1.2.0"
+	ocmOperatorImage     = ocmRegistry + "/registration-operator:" + ocmTag
+	ocmRegistrationImage = ocmRegistry + "/registration:" + ocmTag
+	// ferryAgentImage is the image deploy/agent/spoke runs, which a user names as the klusterlet's work
+	// image (values file images.overrides.workImage).
+	ferryAgentImage = "ferry.io/ferry-agent:dev"
+	// ocmUser is the user of OCM's own images: the klusterlet's pods set runAsNonRoot without a user.
+	ocmUser = "10001"
+)
+
+// Where the klusterlet puts things (OCM v1.2.0, Default mode).
+const (
+	ocmOperatorNamespace = "open-cluster-management"
+	ocmAgentNamespace    = "open-cluster-management-agent"
+	ocmHubNamespace      = "open-cluster-management-hub"
+	ocmWorkDeployment    = "klusterlet-work-agent"
+	ocmRegDeployment     = "klusterlet-registration-agent"
+	ocmWorkLease         = "work-agent-lock"
+)
+
+// The clusteradm path: OCM's own klusterlet operator and registration agent (v1.2.0, built from the
+// module proxy as images with OCM's layout) installed on the cluster's real node as `clusteradm join`
+// installs them — OCM's own chart, rendered by OCM's own function with clusteradm's default
+// configuration — with Ferry's agent image as the klusterlet's work image. On the hub side, what
+// `clusteradm init` and `accept` do: the bootstrap ServiceAccount, OCM's hub registration controller (as
+// a process: the cluster-manager operator's other parts are not needed), the CSR approved and the
+// cluster accepted. The operator must then run Ferry's agent beside OCM's registration agent, under
+// OCM's own RBAC (klusterlet-work-sa is not cluster-admin) and with the hub credential OCM's
+// registration obtained and keeps (a client certificate from the approved CSR), and that agent must
+// apply and report a work. As in TestFerryInstalledFromDeploy, the cluster is its own hub
+// ("local-cluster").
+func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
+	ctx := t.Context()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := ocmPeersDir(t, root)
+	images := t.TempDir()
+	if err := podinstall.BuildImages(ctx, root, images); err != nil {
+		t.Fatal(err)
+	}
+	for image, binaries := range map[string][]string{
+		ocmOperatorImage:     {filepath.Join(peers, "registration-operator")},
+		ocmRegistrationImage: {filepath.Join(peers, "registration")},
+	} {
+		archive := filepath.Join(images, filepath.Base(strings.Split(image, ":")[0])+".tar")
+		if err := localcluster.WriteImage(archive, localcluster.ImageSpec{Tag: image, Binaries: binaries, User: ocmUser}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	env := localcluster.StartForTest(t, localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub", RealNode: true}})
+	c := env.Hub
+	for _, archive := range []string{"ferry-agent.tar", "registration-operator.tar", "registration.tar"} {
+		if err := c.RealNode.ImportImage(ctx, filepath.Join(images, archive)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kube := kubernetes.NewForConfigOrDie(c.Config)
+	clusters := clusterclientset.NewForConfigOrDie(c.Config)
+	works := workclientset.NewForConfigOrDie(c.Config)
+	operators := operatorclientset.NewForConfigOrDie(c.Config)
+	in := &podinstall.Installer{Cluster: c, Log: t.Logf}
+	rendered := t.TempDir()
+	t.Cleanup(func() {
+		if t.Failed() {
+			logPods(t, kube, ocmOperatorNamespace, ocmAgentNamespace)
+		}
+		// The operator re-creates what the node's drain deletes: stop it first.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = kube.AppsV1().Deployments(ocmOperatorNamespace).Delete(ctx, "klusterlet", metav1.DeleteOptions{})
+	})
+
+	// clusteradm init: OCM's hub CRDs and bootstrap credential; OCM's hub registration controller. The
+	// local cluster starts with Ferry's copies of some of these CRDs: OCM's own (v1.2.0) replace them.
+	if err := in.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(peers, "hub-crds")); err != nil {
+		t.Fatal(err)
+	}
+	renderOCM(t, peers, "init", "--out-dir", rendered)
+	if err := in.Kubectl(ctx, "apply", "-f", filepath.Join(rendered, "hub-bootstrap.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ocmHubNamespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startHubRegistration(t, peers, c, clusters)
+	bootstrap := filepath.Join(rendered, "bootstrap-kubeconfig")
+	writeBootstrapKubeconfig(t, kube, c, bootstrap)
+
+	// clusteradm join --cluster-name local-cluster --image-registry ferry.io/ocm, with Ferry's agent as
+	// the work image.
+	renderOCM(t, peers, "join", "--out-dir", rendered, "--cluster-name", installedCluster, "--bootstrap-kubeconfig", bootstrap,
+		"--image-registry", ocmRegistry, "--tag", ocmTag, "--work-image", ferryAgentImage)
+	joined := time.Now()
+	if err := in.Kubectl(ctx, "apply", "-f", filepath.Join(rendered, "crds.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=1m", "crd/klusterlets.operator.open-cluster-management.io"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Kubectl(ctx, "apply", "-f", filepath.Join(rendered, "klusterlet.yaml")); err != nil {
+		t.Fatal(err)
+	}
+
+	// clusteradm accept: approve the registration agent's CSR, accept the cluster.
+	var csr *certificatesv1.CertificateSigningRequest
+	waitFor(t, "OCM's registration agent asks for a hub certificate (a CSR labelled with the cluster's name)", podWait, func(ctx context.Context) (bool, error) {
+		list, err := kube.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{LabelSelector: clusterv1.ClusterNameLabelKey + "=" + installedCluster})
+		if err != nil || len(list.Items) == 0 {
+			return false, nil
+		}
+		csr = &list.Items[0]
+		return true, nil
+	})
+	t.Logf("CSR %s from %s, %s after the join", csr.Name, csr.Spec.Username, time.Since(joined).Round(time.Millisecond))
+	if want := "system:serviceaccount:" + ocmOperatorNamespace + ":agent-registration-bootstrap"; csr.Spec.Username != want {
+		t.Errorf("CSR %s made by %s, want the bootstrap ServiceAccount %s", csr.Name, csr.Spec.Username, want)
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
+		Reason: "AutoApprovedByClusteradm", Message: "Approved by clusteradm accept (Ferry's test)",
+	})
+	if _, err := kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ManagedCluster "+installedCluster+" created by the registration agent", podWait, func(ctx context.Context) (bool, error) {
+		_, err := clusters.ClusterV1().ManagedClusters().Get(ctx, installedCluster, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	// Joined, not yet accepted: the registration agent has its certificate, so the operator starts the
+	// work agent, whose credential the hub knows but lets do nothing yet. Ferry's agent waits for its
+	// role there, as OCM's does, instead of exiting into CrashLoopBackOff.
+	var waiting *corev1.Pod
+	waitFor(t, "Ferry's agent, started before the cluster is accepted, says it waits for its role on the hub", podWait, func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ocmAgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=klusterlet-manifestwork-agent"})
+		if err != nil {
+			return false, nil
+		}
+		for i := range pods.Items {
+			logs, err := kube.CoreV1().Pods(ocmAgentNamespace).GetLogs(pods.Items[i].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err == nil && strings.Contains(string(logs), "waiting for the hub to grant this cluster's role") {
+				waiting = &pods.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if _, err := clusters.ClusterV1().ManagedClusters().Patch(ctx, installedCluster, types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	accepted := time.Now()
+
+	// What the operator runs: Ferry's agent as the work agent, OCM's registration agent beside it.
+	workPod, err := in.WaitDeploymentReady(ctx, ocmAgentNamespace, ocmWorkDeployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s Ready %s after the cluster was accepted (its pod created after %s)", ocmWorkDeployment,
+		time.Since(accepted).Round(time.Millisecond), workPod.CreationTimestamp.Sub(accepted).Round(time.Second))
+	regPod, err := in.WaitDeploymentReady(ctx, ocmAgentNamespace, ocmRegDeployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if workPod.UID != waiting.UID || restarts(workPod) != 0 {
+		t.Errorf("the work agent's pod %s (%d restarts) is not the one that waited for acceptance, %s: it should have started working without a restart",
+			workPod.Name, restarts(workPod), waiting.Name)
+	}
+	work := workPod.Spec.Containers[0]
+	if work.Image != ferryAgentImage || workPod.Spec.ServiceAccountName != "klusterlet-work-sa" || len(work.Args) < 2 || work.Args[0] != "/work" || work.Args[1] != "agent" {
+		t.Errorf("the klusterlet's work agent runs image %s as %s with args %q; want %s as klusterlet-work-sa with /work agent …",
+			work.Image, workPod.Spec.ServiceAccountName, work.Args, ferryAgentImage)
+	}
+	if reg := regPod.Spec.Containers[0]; reg.Image != ocmRegistrationImage {
+		t.Errorf("the klusterlet's registration agent runs %s, want OCM's %s", reg.Image, ocmRegistrationImage)
+	}
+	waitFor(t, "Ferry's agent pod holds the Lease "+ocmWorkLease, podWait, func(ctx context.Context) (bool, error) {
+		lease, err := kube.CoordinationV1().Leases(ocmAgentNamespace).Get(ctx, ocmWorkLease, metav1.GetOptions{})
+		return err == nil && strings.HasPrefix(ptr.Deref(lease.Spec.HolderIdentity, ""), workPod.Name+"_"), nil
+	})
+
+	t.Run("the cluster joins", func(t *testing.T) {
+		waitFor(t, "ManagedCluster "+installedCluster+" accepted, joined and available", podWait, func(ctx context.Context) (bool, error) {
+			mc, err := clusters.ClusterV1().ManagedClusters().Get(ctx, installedCluster, metav1.GetOptions{})
+			return err == nil &&
+				meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionHubAccepted) &&
+				meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionJoined) &&
+				meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable), nil
+		})
+		secret, err := kube.CoreV1().Secrets(ocmAgentNamespace).Get(ctx, "hub-kubeconfig-secret", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"kubeconfig", "tls.crt", "tls.key", "cluster-name"} {
+			if len(secret.Data[key]) == 0 {
+				t.Errorf("hub-kubeconfig-secret has no %s: the registration agent's certificate was not issued", key)
+			}
+		}
+	})
+
+	t.Run("Ferry's agent applies and reports a work under OCM's RBAC", func(t *testing.T) {
+		createKlusterletWork(t, works)
+		w := waitKlusterletWork(t, works)
+		for _, m := range w.Status.ResourceStatus.Manifests {
+			if !meta.IsStatusConditionTrue(m.Conditions, workv1.ManifestApplied) || !meta.IsStatusConditionTrue(m.Conditions, workv1.ManifestAvailable) {
+				t.Errorf("manifest %s %s/%s: conditions %v; want Applied and Available", m.ResourceMeta.Kind, m.ResourceMeta.Namespace, m.ResourceMeta.Name, m.Conditions)
+			}
+		}
+		waitFor(t, "the work's Deployment klusterlet-hello/idle ready on the node", podWait, func(ctx context.Context) (bool, error) {
+			d, err := kube.AppsV1().Deployments("klusterlet-hello").Get(ctx, "idle", metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == 1, nil
+		})
+		// The AppliedManifestWork carries the klusterlet's UID as its agent ID (--agent-id), as OCM's
+		// own work agent's would.
+		klusterlet, err := operators.OperatorV1().Klusterlets().Get(ctx, "klusterlet", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied, err := works.WorkV1().AppliedManifestWorks().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var agentIDs []string
+		for _, a := range applied.Items {
+			if a.Spec.ManifestWorkName == klusterletWork {
+				agentIDs = append(agentIDs, a.Spec.AgentID)
+			}
+		}
+		if !slices.Equal(agentIDs, []string{string(klusterlet.GetUID())}) {
+			t.Errorf("AppliedManifestWorks of %s have agent IDs %q, want the Klusterlet's UID %s", klusterletWork, agentIDs, klusterlet.GetUID())
+		}
+	})
+}
+
+const klusterletWork = "klusterlet-hello"
+
+// createKlusterletWork creates a work of kinds OCM's work agent could apply under the klusterlet's
+// RBAC: a Namespace, a ConfigMap and a Deployment of the node's pause image.
+func createKlusterletWork(t *testing.T, works workclientset.Interface) {
+	t.Helper()
+	manifests := []map[string]any{
+		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "klusterlet-hello"}},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "hello", "namespace": "klusterlet-hello"}, "data": map[string]any{"from": "ferry-agent"}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "idle", "namespace": "klusterlet-hello"},
+			"spec": map[string]any{
+				"replicas": 1,
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "idle"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "idle"}},
+					"spec": map[string]any{"containers": []any{map[string]any{
+						"name": "pause", "image": localcluster.PauseImage, "imagePullPolicy": "Never",
+					}}},
+				},
+			}},
+	}
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: klusterletWork}}
+	for _, m := range manifests {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+	}
+	if _, err := works.WorkV1().ManifestWorks(installedCluster).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create work %s: %v", klusterletWork, err)
+	}
+}
+
+func waitKlusterletWork(t *testing.T, works workclientset.Interface) *workv1.ManifestWork {
+	t.Helper()
+	var w *workv1.ManifestWork
+	waitFor(t, "work "+klusterletWork+" Applied and Available with its 3 manifests reported", podWait, func(ctx context.Context) (bool, error) {
+		var err error
+		w, err = works.WorkV1().ManifestWorks(installedCluster).Get(ctx, klusterletWork, metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied) &&
+			meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable) &&
+			len(w.Status.ResourceStatus.Manifests) == 3, nil
+	}, func() string {
+		if w == nil {
+			return "no work"
+		}
+		return fmt.Sprintf("conditions %v", w.Status.Conditions)
+	})
+	return w
+}
+
+// ocmPeersDir is the directory of OCM's binaries, hub CRDs and render-ocm (`make ocm-peers`).
+func ocmPeersDir(t *testing.T, root string) string {
+	t.Helper()
+	dir := os.Getenv(ocmPeersDirEnv)
+	if dir == "" {
+		dir = filepath.Join(root, "bin", "ocm-peers", "current")
+	}
+	for _, f := range []string{"registration", "registration-operator", "render-ocm", "hub-crds"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("OCM's test peers are not built (%v): run `make ocm-peers`", err)
+		}
+	}
+	return dir
+}
+
+// renderOCM runs render-ocm, which renders what clusteradm applies with OCM's own charts.
+func renderOCM(t *testing.T, peers string, args ...string) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), filepath.Join(peers, "render-ocm"), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("render-ocm %s: %v\n%s", args[0], err, out)
+	}
+}
+
+// startHubRegistration runs OCM's hub registration controller against the hub until the test ends —
+// it grants an accepted cluster its namespace and RBAC, marks it accepted and watches its lease — and
+// returns once it is at work: it has made the ManagedClusterSet "default" (its DefaultClusterSet gate
+// is on by default).
+func startHubRegistration(t *testing.T, peers string, c *localcluster.Cluster, clusters clusterclientset.Interface) {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(c.Dir, "logs", "ocm-registration-controller.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its health server takes no port 0 (library-go then serves nothing and fails): a free one.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(filepath.Join(peers, "registration"), "controller",
+		"--kubeconfig="+c.Kubeconfig,
+		"--namespace="+ocmHubNamespace,
+		"--disable-leader-election",
+		"--listen="+listen)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start OCM's registration controller: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	logTail := func() string {
+		data, _ := os.ReadFile(logFile.Name())
+		return tail(string(data), 60)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		logFile.Close()
+		if t.Failed() {
+			t.Logf("OCM's registration controller:\n%s", logTail())
+		}
+	})
+	waitFor(t, "OCM's registration controller makes the ManagedClusterSet default", time.Minute, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-exited:
+			exited <- err
+			return false, fmt.Errorf("OCM's registration controller exited: %v", err)
+		default:
+		}
+		_, err := clusters.ClusterV1beta2().ManagedClusterSets().Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}, logTail)
+}
+
+// writeBootstrapKubeconfig writes the kubeconfig `clusteradm join --hub-token` builds: the hub's address
+// as pods reach it, its CA, and a token of the bootstrap ServiceAccount (`clusteradm get token`).
+func writeBootstrapKubeconfig(t *testing.T, kube kubernetes.Interface, c *localcluster.Cluster, path string) {
+	t.Helper()
+	tr, err := kube.CoreV1().ServiceAccounts(ocmOperatorNamespace).CreateToken(t.Context(), "agent-registration-bootstrap",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("bootstrap token: %v", err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: c.Config.Host, CertificateAuthorityData: c.Config.CAData}
+	cfg.AuthInfos["bootstrap"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "bootstrap"}
+	cfg.CurrentContext = "bootstrap"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
