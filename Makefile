@@ -66,8 +66,18 @@ verify: ## gofmt, go vet, the vendored CRDs match the pinned modules, the genera
 real_node_report = if [ -s $(FERRY_REAL_NODE_NOT_RUN_FILE) ]; then \
   echo; echo '!!!!!!!!'; echo "!!! $$(cat $(FERRY_REAL_NODE_NOT_RUN_FILE))"; echo '!!!!!!!!'; fi
 
+# What the tests run beside Ferry, built side by side: cold, each build spends minutes downloading modules
+# and linking on one core, time the others' compiles fill.
+.PHONY: test-binaries
+test-binaries: ## build the control plane, OCM's test peers, the real node and controller-gen side by side (each cached by pinned version)
+	$(MAKE) --no-print-directory -j4 --output-sync=target control-plane ocm-peers node controller-gen
+
+.PHONY: controller-gen
+controller-gen: ## build controller-gen into bin/tools (cached by pinned version)
+	hack/tools/build-controller-gen.sh
+
 .PHONY: test
-test: control-plane ocm-peers node verify ## build the control plane, OCM's test peers and the real node if needed, verify, run every test against real API servers (pods on a real node as root), and fuzz briefly
+test: test-binaries verify ## build the control plane, OCM's test peers and the real node if needed, verify, run every test against real API servers (pods on a real node as root), and fuzz briefly
 	@rm -f $(FERRY_REAL_NODE_NOT_RUN_FILE)
 	$(GO) test -count=1 -race -timeout 30m ./... || { $(real_node_report); exit 1; }
 	$(MAKE) --no-print-directory fuzz || { $(real_node_report); exit 1; }
