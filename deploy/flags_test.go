@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/shipped"
 )
 
@@ -25,7 +26,7 @@ func TestBinariesAcceptTheDeploymentArgs(t *testing.T) {
 	dir := t.TempDir()
 	for name, pkg := range binaries {
 		built[name] = filepath.Join(dir, name)
-		cmd := exec.CommandContext(t.Context(), "go", "build", "-o", built[name], pkg)
+		cmd := gobuild.Command(t.Context(), "", built[name], pkg)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}

@@ -24,6 +24,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
@@ -61,7 +62,7 @@ func TestFailingReconcileIsOneLogLineNamingTheAppConfig(t *testing.T) {
 	}
 
 	bin := filepath.Join(t.TempDir(), "ferry-hub")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := gobuild.Command(t.Context(), "", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var stderr lockedBuffer

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
@@ -32,8 +33,7 @@ func repoRoot() string {
 // changed out of its turn.
 func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "ferry-hub"), "./cmd/hub")
-	build.Dir = repoRoot()
+	build := gobuild.Command(t.Context(), repoRoot(), filepath.Join(dir, "ferry-hub"), "./cmd/hub")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build ferry-hub: %v\n%s", err, out)
 	}

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
+
+	"github.com/ferry-mc/ferry/internal/gobuild"
 )
 
 // command is one binary Ferry ships, and so one image.
@@ -28,17 +28,13 @@ var commands = []command{
 		Aliases: []string{"work"}},
 }
 
-// buildBinary builds pkg of the checkout at root into out as a static Linux binary for arch.
-//
-// CGO_ENABLED=0 makes it static, so it runs on an empty base image (no libc, no loader). -trimpath and
-// -buildvcs=false keep the build machine's paths and the checkout's git state out of it: the same
-// source gives the same bytes wherever it is built (the revision is in the image's labels instead).
-// -s -w drop the symbol table and DWARF, about a third of the size; panics still print stack traces.
+// buildBinary builds pkg of the checkout at root into out as a static Linux binary for arch, with the
+// flags of every build of a Ferry command (gobuild.Flags): static, so it runs on an empty base image (no
+// libc, no loader); without the build machine's paths or the checkout's git state, so the same source
+// gives the same bytes wherever it is built (the revision is in the image's labels instead); stripped.
 // The commands carry no version variable to stamp with -X.
 func buildBinary(ctx context.Context, root, pkg, arch, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	cmd := gobuild.Command(ctx, root, out, pkg, "GOOS=linux", "GOARCH="+arch)
 	if output, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s (GOARCH=%s): %w\n%s", pkg, arch, err, strings.TrimSpace(string(output)))
 	}

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -67,15 +68,8 @@ func removeFixedPathLeftovers(dir string) error {
 			errs = append(errs, ignoreNotExist(os.Remove(strings.TrimPrefix(strings.TrimSpace(string(addr)), "unix://"))))
 		}
 	}
-	// The CNI library caches each attachment's result under the network's name and the sandbox's id,
-	// the loopback's beside it.
-	results, _ := filepath.Glob("/var/lib/cni/results/" + podNetwork + "-*")
-	for _, r := range results {
+	for _, r := range ownedCNIResults(cniResultsDir, dir) {
 		errs = append(errs, ignoreNotExist(os.Remove(r)))
-		id := strings.TrimPrefix(filepath.Base(r), podNetwork+"-")
-		if i := strings.LastIndexByte(id, '-'); i > 0 {
-			errs = append(errs, ignoreNotExist(os.Remove("/var/lib/cni/results/cni-loopback-"+id[:i]+"-lo")))
-		}
 	}
 	for _, f := range fixedPathLeftovers.files {
 		errs = append(errs, ignoreNotExist(os.Remove(f)))
@@ -86,6 +80,48 @@ func removeFixedPathLeftovers(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// cniResultsDir is where the CNI library caches each attachment's result, whatever containerd's state
+// directory.
+const cniResultsDir = "/var/lib/cni/results"
+
+// ownedCNIResults are the cached CNI results in resultsDir of the pods of the cluster in dir: those of the
+// pods' network, and any other (the loopback's) whose interface lives in a network namespace under dir —
+// containerd keeps them in its state directory. A sandbox whose set-up failed halfway leaves a loopback
+// result without a bridge one, so they are not matched by pairs.
+func ownedCNIResults(resultsDir, dir string) []string {
+	entries, _ := os.ReadDir(resultsDir)
+	prefix := filepath.Clean(dir) + "/"
+	var owned []string
+	for _, e := range entries {
+		path := filepath.Join(resultsDir, e.Name())
+		if strings.HasPrefix(e.Name(), podNetwork+"-") {
+			owned = append(owned, path)
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var cached struct {
+			Result struct {
+				Interfaces []struct {
+					Sandbox string `json:"sandbox"`
+				} `json:"interfaces"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(data, &cached) != nil {
+			continue
+		}
+		for _, i := range cached.Result.Interfaces {
+			if strings.HasPrefix(i.Sandbox, prefix) {
+				owned = append(owned, path)
+				break
+			}
+		}
+	}
+	return owned
 }
 
 func ignoreNotExist(err error) error {

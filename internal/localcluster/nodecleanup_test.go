@@ -1,6 +1,9 @@
 package localcluster
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,5 +43,41 @@ func TestNodeChainsRemoval(t *testing.T) {
 	}
 	if got := nodeChainsRemoval("*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j DOCKER\nCOMMIT\n"); got != "" {
 		t.Errorf("a table without the node's chains gives %q, want nothing", got)
+	}
+}
+
+// A drain that failed halfway through a sandbox's set-up once left loopback results without their bridge
+// result; cleanup must find a cluster's results by where their network namespace lives, and leave
+// another runtime's alone.
+func TestOwnedCNIResults(t *testing.T) {
+	results := t.TempDir()
+	clusterDir := "/tmp/ferry-localcluster-1/hub"
+	loopback := func(netns string) string {
+		return `{"kind":"cniCacheV1","containerId":"abc","ifName":"lo","networkName":"cni-loopback",` +
+			`"result":{"cniVersion":"0.3.1","interfaces":[{"name":"lo","mac":"00:00:00:00:00:00","sandbox":"` + netns + `"}]}}`
+	}
+	files := map[string]string{
+		podNetwork + "-abc-eth0":     `{"kind":"cniCacheV1"}`,
+		"cni-loopback-abc-lo":        loopback(clusterDir + "/node/containerd/state/io.containerd.grpc.v1.cri/netns/cni-1"),
+		"cni-loopback-orphan-lo":     loopback(clusterDir + "/node/containerd/state/io.containerd.grpc.v1.cri/netns/cni-2"),
+		"cni-loopback-other-lo":      loopback("/var/run/netns/cni-3"),
+		"cni-loopback-neighbour-lo":  loopback("/tmp/ferry-localcluster-1/hub2/node/netns/cni-4"),
+		"other-network-xyz-eth0":     `{"kind":"cniCacheV1","result":{"interfaces":[{"name":"eth0","sandbox":"/proc/1/ns/net"}]}}`,
+		"cni-loopback-unreadable-lo": `not json`,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(results, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, p := range ownedCNIResults(results, clusterDir) {
+		got = append(got, filepath.Base(p))
+	}
+	want := []string{podNetwork + "-abc-eth0", "cni-loopback-abc-lo", "cni-loopback-orphan-lo"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("ownedCNIResults() = %q, want %q", got, want)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -163,8 +164,7 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
 	root := repoRoot(t)
 	bin := t.TempDir()
 	for name, pkg := range map[string]string{"ferry-hub": "./cmd/hub", "ferry-agent": "./cmd/agent", "ferry-local": "./hack/local"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), pkg)
-		build.Dir = root
+		build := gobuild.Command(t.Context(), root, filepath.Join(bin, name), pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, out)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ferry-mc/ferry/internal/childproc"
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/shipped"
 	"github.com/ferry-mc/ferry/manifests"
@@ -27,8 +28,7 @@ func buildBinaries(t testing.TB, names ...string) string {
 	t.Helper()
 	bin := t.TempDir()
 	for _, name := range names {
-		build := exec.Command("go", "build", "-o", filepath.Join(bin, name), "./cmd/"+name[len("ferry-"):])
-		build.Dir = repoRoot(t)
+		build := gobuild.Command(context.Background(), repoRoot(t), filepath.Join(bin, name), "./cmd/"+name[len("ferry-"):])
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Errorf("build %s: %v\n%s", name, err, out) // Errorf: it may run outside the test's goroutine
 		}

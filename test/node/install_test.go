@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/podinstall"
 	"github.com/ferry-mc/ferry/internal/worktest"
@@ -256,8 +256,7 @@ func hubKubeconfig(t *testing.T, kube kubernetes.Interface) []byte {
 func buildHubCLI(t *testing.T, root string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ferry-hub")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/hub")
-	cmd.Dir = root
+	cmd := gobuild.Command(t.Context(), root, bin, "./cmd/hub")
 	if output, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build ferry-hub: %v\n%s", err, output)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -46,6 +47,7 @@ const (
 	ocmTag               = "v1.2.0"
 	ocmOperatorImage     = ocmRegistry + "/registration-operator:" + ocmTag
 	ocmRegistrationImage = ocmRegistry + "/registration:" + ocmTag
+	ocmWorkImage         = ocmRegistry + "/work:" + ocmTag
 	// ferryAgentImage is the image deploy/agent/spoke runs, which a user names as the klusterlet's work
 	// image (values file images.overrides.workImage).
 	ferryAgentImage = "ferry.io/ferry-agent:dev"
@@ -88,6 +90,7 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 	for image, binaries := range map[string][]string{
 		ocmOperatorImage:     {filepath.Join(peers, "registration-operator")},
 		ocmRegistrationImage: {filepath.Join(peers, "registration")},
+		ocmWorkImage:         {filepath.Join(peers, "work")},
 	} {
 		archive := filepath.Join(images, filepath.Base(strings.Split(image, ":")[0])+".tar")
 		if err := localcluster.WriteImage(archive, localcluster.ImageSpec{Tag: image, Binaries: binaries, User: ocmUser}); err != nil {
@@ -97,7 +100,7 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 
 	env := localcluster.StartForTest(t, localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub", RealNode: true}})
 	c := env.Hub
-	for _, archive := range []string{"ferry-agent.tar", "registration-operator.tar", "registration.tar"} {
+	for _, archive := range []string{"ferry-agent.tar", "registration-operator.tar", "registration.tar", "work.tar"} {
 		if err := c.RealNode.ImportImage(ctx, filepath.Join(images, archive)); err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +248,7 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 	})
 
 	t.Run("Ferry's agent applies and reports a work under OCM's RBAC", func(t *testing.T) {
-		createKlusterletWork(t, works)
+		createKlusterletWork(t, works, "ferry-agent")
 		w := waitKlusterletWork(t, works)
 		for _, m := range w.Status.ResourceStatus.Manifests {
 			if !meta.IsStatusConditionTrue(m.Conditions, workv1.ManifestApplied) || !meta.IsStatusConditionTrue(m.Conditions, workv1.ManifestAvailable) {
@@ -276,17 +279,69 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 			t.Errorf("AppliedManifestWorks of %s have agent IDs %q, want the Klusterlet's UID %s", klusterletWork, agentIDs, klusterlet.GetUID())
 		}
 	})
+
+	// The documented switch, with the operator doing the rollout: one field of the Klusterlet. First to
+	// OCM's own work agent (a user going back), which must carry on with what Ferry's applied; then to
+	// Ferry's again, which must take over from OCM's without re-creating anything.
+	t.Run("switched to OCM's work image, OCM's agent carries on with the work", func(t *testing.T) {
+		before := klusterletObjectUIDs(t, kube)
+		switchWorkImage(t, in, kube, ocmWorkImage)
+		updateKlusterletWork(t, works, "ocm-work-agent")
+		waitConfigMapFrom(t, kube, works, "ocm-work-agent")
+		if after := klusterletObjectUIDs(t, kube); !maps.Equal(before, after) {
+			t.Errorf("objects re-created under OCM's agent: UIDs %v, were %v", after, before)
+		}
+	})
+
+	t.Run("switched back with kubectl patch, Ferry's agent takes over without re-creating anything", func(t *testing.T) {
+		before := klusterletObjectUIDs(t, kube)
+		leader := switchWorkImage(t, in, kube, ferryAgentImage)
+		updateKlusterletWork(t, works, "ferry-agent-again")
+		waitConfigMapFrom(t, kube, works, "ferry-agent-again")
+		if after := klusterletObjectUIDs(t, kube); !maps.Equal(before, after) {
+			t.Errorf("objects re-created when Ferry's agent took over: UIDs %v, were %v", after, before)
+		}
+		p, err := kube.CoreV1().Pods(ocmAgentNamespace).Get(ctx, leader.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := restarts(p); n != 0 {
+			t.Errorf("Ferry's agent pod %s restarted %d times taking over", p.Name, n)
+		}
+	})
 }
 
 const klusterletWork = "klusterlet-hello"
 
 // createKlusterletWork creates a work of kinds OCM's work agent could apply under the klusterlet's
-// RBAC: a Namespace, a ConfigMap and a Deployment of the node's pause image.
-func createKlusterletWork(t *testing.T, works workclientset.Interface) {
+// RBAC: a Namespace, a ConfigMap whose data says from, and a Deployment of the node's pause image.
+func createKlusterletWork(t *testing.T, works workclientset.Interface, from string) {
+	t.Helper()
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: klusterletWork}}
+	w.Spec.Workload.Manifests = klusterletManifests(t, from)
+	if _, err := works.WorkV1().ManifestWorks(installedCluster).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create work %s: %v", klusterletWork, err)
+	}
+}
+
+// updateKlusterletWork changes the ConfigMap's data of the work to from.
+func updateKlusterletWork(t *testing.T, works workclientset.Interface, from string) {
+	t.Helper()
+	w, err := works.WorkV1().ManifestWorks(installedCluster).Get(t.Context(), klusterletWork, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Workload.Manifests = klusterletManifests(t, from)
+	if _, err := works.WorkV1().ManifestWorks(installedCluster).Update(t.Context(), w, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update work %s: %v", klusterletWork, err)
+	}
+}
+
+func klusterletManifests(t *testing.T, from string) []workv1.Manifest {
 	t.Helper()
 	manifests := []map[string]any{
 		{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "klusterlet-hello"}},
-		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "hello", "namespace": "klusterlet-hello"}, "data": map[string]any{"from": "ferry-agent"}},
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "hello", "namespace": "klusterlet-hello"}, "data": map[string]any{"from": from}},
 		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "idle", "namespace": "klusterlet-hello"},
 			"spec": map[string]any{
 				"replicas": 1,
@@ -299,17 +354,79 @@ func createKlusterletWork(t *testing.T, works workclientset.Interface) {
 				},
 			}},
 	}
-	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: klusterletWork}}
+	var out []workv1.Manifest
 	for _, m := range manifests {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		out = append(out, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
-	if _, err := works.WorkV1().ManifestWorks(installedCluster).Create(t.Context(), w, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create work %s: %v", klusterletWork, err)
+	return out
+}
+
+// switchWorkImage sets the Klusterlet's work image as deploy/README.md tells a user to, and waits until
+// a Ready pod of the operator's rolling update, running that image, holds the Lease work-agent-lock.
+func switchWorkImage(t *testing.T, in *podinstall.Installer, kube kubernetes.Interface, image string) *corev1.Pod {
+	t.Helper()
+	patched := time.Now()
+	if err := in.Kubectl(t.Context(), "patch", "klusterlet", "klusterlet", "--type=merge",
+		"-p", fmt.Sprintf(`{"spec":{"workImagePullSpec":%q}}`, image)); err != nil {
+		t.Fatal(err)
 	}
+	var leader *corev1.Pod
+	last := ""
+	waitFor(t, "a pod of "+image+" holds the Lease "+ocmWorkLease, podWait, func(ctx context.Context) (bool, error) {
+		lease, err := kube.CoordinationV1().Leases(ocmAgentNamespace).Get(ctx, ocmWorkLease, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		pods, err := kube.CoreV1().Pods(ocmAgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=klusterlet-manifestwork-agent"})
+		if err != nil {
+			return false, nil
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		last = "holder " + holder + "; pods: " + podinstall.DescribePods(pods.Items)
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if strings.HasPrefix(holder, p.Name+"_") && p.Spec.Containers[0].Image == image && podinstall.PodReady(p) {
+				leader = p
+				return true, nil
+			}
+		}
+		return false, nil
+	}, func() string { return last })
+	t.Logf("%s leads %s after the Klusterlet's work image was set to %s", leader.Name, time.Since(patched).Round(time.Millisecond), image)
+	return leader
+}
+
+// waitConfigMapFrom waits until the work's ConfigMap on the cluster says from, and the work is Applied.
+func waitConfigMapFrom(t *testing.T, kube kubernetes.Interface, works workclientset.Interface, from string) {
+	t.Helper()
+	waitFor(t, "ConfigMap klusterlet-hello/hello applied with from="+from, podWait, func(ctx context.Context) (bool, error) {
+		cm, err := kube.CoreV1().ConfigMaps("klusterlet-hello").Get(ctx, "hello", metav1.GetOptions{})
+		return err == nil && cm.Data["from"] == from, nil
+	})
+	waitKlusterletWork(t, works)
+}
+
+// klusterletObjectUIDs are the UIDs of the work's objects on the cluster, by kind.
+func klusterletObjectUIDs(t *testing.T, kube kubernetes.Interface) map[string]types.UID {
+	t.Helper()
+	ctx := t.Context()
+	ns, err := kube.CoreV1().Namespaces().Get(ctx, "klusterlet-hello", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := kube.CoreV1().ConfigMaps("klusterlet-hello").Get(ctx, "hello", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := kube.AppsV1().Deployments("klusterlet-hello").Get(ctx, "idle", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]types.UID{"Namespace": ns.UID, "ConfigMap": cm.UID, "Deployment": d.UID}
 }
 
 func waitKlusterletWork(t *testing.T, works workclientset.Interface) *workv1.ManifestWork {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/podinstall"
 )
@@ -146,8 +147,7 @@ func buildProbeImage(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "probe")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := gobuild.Command(t.Context(), "", bin, "./probe")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build the probe: %v\n%s", err, out)
 	}
