@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
@@ -165,7 +166,7 @@ func (o *options) up(ctx context.Context) error {
 		select {
 		case err := <-exited:
 			out, _ := os.ReadFile(o.path(logFile))
-			return fmt.Errorf("the clusters failed to start (%v):\n%s", err, tail(string(out), 30))
+			return fmt.Errorf("the clusters failed to start (%v):\n%s", err, childproc.Tail(string(out), 30))
 		case <-deadline:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			return fmt.Errorf("the clusters were not ready within %s; see %s", o.timeout, o.path(logFile))
@@ -351,12 +352,4 @@ func (o *options) removeState() {
 	for _, d := range dirs {
 		_ = os.RemoveAll(filepath.Dir(d))
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

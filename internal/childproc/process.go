@@ -211,6 +211,11 @@ func (p *Process) LogTail(n int) string {
 	if err != nil {
 		return fmt.Sprintf("(log %s: %v)", p.Log, err)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return Tail(string(data), n)
+}
+
+// Tail is the last n lines of s, a log's text.
+func Tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

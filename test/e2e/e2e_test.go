@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/gobuild"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -202,7 +203,7 @@ func startLocal(t *testing.T) (hub *cluster, spokes []*cluster, state string) {
 		if t.Failed() {
 			for _, log := range []string{"serve.log", "hub-controller.log", "agent-cluster1.log", "agent-cluster2.log"} {
 				if data, err := os.ReadFile(filepath.Join(state, log)); err == nil {
-					t.Logf("%s:\n%s", log, tail(string(data), 40))
+					t.Logf("%s:\n%s", log, childproc.Tail(string(data), 40))
 				}
 			}
 		}
@@ -248,11 +249,6 @@ func clustersUnderTest(t *testing.T) (hub *cluster, spokes []*cluster, state str
 		spokes = append(spokes, connect(t, name, paths[name]))
 	}
 	return hub, spokes, ""
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // The main job, as a user does it: an OAM application and a ManifestWork written on the hub reach both
@@ -400,7 +396,7 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 		// The controllers' own log lines reach the file (a failing reconcile would be one of them).
 		if log == "hub-controller.log" && (!strings.Contains(string(data), `"Starting workers" controller="appconfigs"`) ||
 			strings.Contains(string(data), "SetLogger(...) was never called")) {
-			t.Errorf("%s does not show the controllers' log:\n%s", log, tail(string(data), 20))
+			t.Errorf("%s does not show the controllers' log:\n%s", log, childproc.Tail(string(data), 20))
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/podinstall"
 )
@@ -501,7 +502,7 @@ func startHubRegistration(t *testing.T, peers string, c *localcluster.Cluster, c
 	go func() { exited <- cmd.Wait() }()
 	logTail := func() string {
 		data, _ := os.ReadFile(logFile.Name())
-		return tail(string(data), 60)
+		return childproc.Tail(string(data), 60)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -540,12 +541,4 @@ func writeBootstrapKubeconfig(t *testing.T, kube kubernetes.Interface, c *localc
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
