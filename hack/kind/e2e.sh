@@ -254,8 +254,10 @@ install_hub() {
 
 register_spokes() {
   say "register ${spoke_names[*]} on the hub (agents reach it at $hub_server)"
-  echo "+ (cd $root && go build -o $bin_dir/ferry-hub ./cmd/hub)"
-  (cd "$root" && go build -o "$bin_dir/ferry-hub" ./cmd/hub)
+  # Built as the images build it (hack/image, internal/gobuild): a static, stripped binary, and the
+  # same build cache as the tests' and the images' builds of ferry-hub.
+  echo "+ (cd $root && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o $bin_dir/ferry-hub ./cmd/hub)"
+  (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$bin_dir/ferry-hub" ./cmd/hub)
   local i
   for i in "${!spoke_names[@]}"; do
     echo "+ ferry-hub clusters add ${spoke_names[$i]} --kubeconfig $hub_kubeconfig --hub-server $hub_server --spoke-kubeconfig ${spoke_kubeconfigs[$i]}"

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ferry-mc/ferry/internal/gobuild"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/shipped"
 )
@@ -75,10 +76,11 @@ var scriptVars = []string{"HUB_KUBECONFIG", "SPOKE1_KUBECONFIG", "SPOKE2_KUBECON
 	"FERRY_KIND_DIR", "FERRY_KIND_BIN_DIR", "KIND_NODE_IMAGE", "FERRY_E2E_HUB_KUBECONFIG", "FERRY_E2E_SPOKE_KUBECONFIGS"}
 
 // runScript runs e2e.sh with bash and returns its exit error and what it printed (stdout and stderr
-// interleaved, as a person sees them).
+// interleaved, as a person sees them). The deadline catches a hung script, with room for the script's
+// own build of ferry-hub from a cold cache on a 2-core machine busy with other packages' tests.
 func runScript(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, lookPath(t, "bash", "apt-get install bash"), append([]string{script(t)}, args...)...)
 	cmd.Env = env
@@ -86,6 +88,18 @@ func runScript(t *testing.T, env []string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// shellWords writes args as a shell command line would: a word with a space quoted after its "=".
+func shellWords(args []string) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		if name, value, ok := strings.Cut(a, "="); ok && strings.Contains(value, " ") {
+			a = name + "='" + value + "'"
+		}
+		words[i] = a
+	}
+	return strings.Join(words, " ")
 }
 
 // decodeObjects reads every object of a YAML stream.
@@ -146,6 +160,12 @@ func TestDryRunInstallsAndRegistersOnExistingClusters(t *testing.T) {
 		t.Fatalf("e2e.sh --dry-run: %v\n%s", err, out)
 	}
 	t.Logf("e2e.sh --dry-run:\n%s", out)
+	// ferry-hub is built as the images build it: the same binary, and on a cold CI run the same build
+	// cache as the other builds of it (a build with other flags compiled the whole graph again, past
+	// this test's deadline).
+	if want := "CGO_ENABLED=0 go build " + shellWords(gobuild.Flags) + " -o "; !strings.Contains(out, want) {
+		t.Errorf("e2e.sh does not build ferry-hub with %q", want)
+	}
 	if data, err := os.ReadFile(ran); err == nil {
 		t.Errorf("the dry run ran Docker-host tools:\n%s", data)
 	}

@@ -19,7 +19,8 @@ const kubeletPort = 10250
 // client certificate the cluster's CA signed and is authorised through the API server's RBAC (webhook);
 // nobody else gets in. Eviction and image garbage collection are set so that a nearly full disk of a
 // development machine neither taints the node nor deletes the images a test imported, which can never
-// be pulled back.
+// be pulled back. The pods are synced every 10 s rather than every minute: a renewed Secret reaches its
+// mounted volume within one sync period, and a test that renews one waits for that, not a minute and more.
 var kubeletConfig = template.Must(template.New("kubelet").Parse(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: {{.NodeIP}}
@@ -53,6 +54,7 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
+syncFrequency: 10s
 `))
 
 // kubeletArgs writes the kubelet's configuration and certificates into dir and returns its command line.

@@ -36,7 +36,8 @@ import (
 const installedCluster = "local-cluster"
 
 // podWait bounds the waits on pods and Deployments: a pod of an imported image runs in about two
-// seconds, and the kubelet refreshes a mounted Secret within its sync period (a minute, plus jitter).
+// seconds, and the kubelet refreshes a mounted Secret within its sync period (10 s on the local node; a
+// minute plus jitter at the kubelet's default, which the deadline leaves room for).
 const podWait = 3 * time.Minute
 
 var appConfigResource = schema.GroupVersionResource{Group: "core.oam.dev", Version: "v1alpha2", Resource: "applicationconfigurations"}
@@ -188,7 +189,7 @@ func TestFerryInstalledFromDeploy(t *testing.T) {
 			w, err := works.WorkV1().ManifestWorks(installedCluster).Get(ctx, "after-renewal", metav1.GetOptions{})
 			return err == nil && meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied), nil
 		})
-		t.Logf("work applied %s after the credential was renewed (the kubelet refreshes a mounted Secret within its sync period)", time.Since(renewed).Round(time.Millisecond))
+		t.Logf("work applied %s after the credential was renewed (the kubelet refreshes a mounted Secret within its sync period, 10 s here)", time.Since(renewed).Round(time.Millisecond))
 		pod, err := kube.CoreV1().Pods(agentPod.Namespace).Get(ctx, agentPod.Name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("the agent's pod is gone: %v", err)
