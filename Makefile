@@ -95,8 +95,8 @@ test: test-binaries verify ## build the control plane, OCM's test peers and the 
 FUZZTIME ?= 5000x
 .PHONY: fuzz
 fuzz: ## fuzz manifest decoding and the apply engine's input checks for FUZZTIME each (5000x executions, seconds; longer: make fuzz FUZZTIME=200000x)
-	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pkg/apply/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pkg/agent/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pkg/workload/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pkg/workload/
 
 .PHONY: bench
 bench: control-plane ## run the benchmarks: the apply engine, feedback, the rollout decision at 10,000 clusters, the agent end to end on a real hub + spoke (busy, idle, and its memory as shipped), the hub with two spokes

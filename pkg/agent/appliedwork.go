@@ -240,7 +240,7 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 	newForced := map[string]string{}
 	for i := range results {
 		r := &results[i]
-		if r.obj == nil {
+		if r.Object == nil {
 			continue
 		}
 		if r.meta.Resource == "" {

@@ -16,11 +16,12 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/apply"
+	"github.com/ferry-mc/ferry/pkg/workload"
 )
 
 // manifestResult is what happened to one manifest in one reconcile.
 type manifestResult struct {
-	manifest
+	workload.Manifest
 	meta    workv1.ManifestResourceMeta
 	config  *workv1.ManifestConfigOption
 	result  apply.Result
@@ -51,7 +52,7 @@ var (
 // applyAll applies every manifest of the work, Namespaces and CRDs first, and returns one result per
 // manifest in spec order.
 func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) ([]manifestResult, nextStep) {
-	ms := rejectConflictingDuplicates(decodeManifests(work))
+	ms := rejectConflictingDuplicates(workload.Decode(work))
 	applier, err := c.executors.applierFor(work)
 	if applier == nil || err != nil {
 		applier = c.applier // an invalid executor fails each manifest in authorize
@@ -73,7 +74,7 @@ func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, am
 	// at a time; each manifest's outcome goes to its own result (by ordinal).
 	objs := make([]*unstructured.Unstructured, len(ms))
 	for i, m := range ms {
-		objs[i] = m.obj
+		objs[i] = m.Object
 	}
 	apply.ApplyAll(ctx, objs, applyParallelism, func(ctx context.Context, i int) { c.applyOne(ctx, a, ms[i]) })
 	c.settled.trim(work.Name, len(ms))
@@ -114,18 +115,18 @@ func (a *workApply) after(d time.Duration) {
 }
 
 // applyOne applies one manifest and records its result.
-func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
-	r := &a.results[m.ordinal]
+func (c *controller) applyOne(ctx context.Context, a *workApply, m workload.Manifest) {
+	r := &a.results[m.Ordinal]
 	defer countApply(r)
-	r.manifest = m
-	r.meta.Ordinal = m.ordinal
-	if m.decodeErr != nil {
-		r.err = &apply.InvalidManifestError{Reason: m.decodeErr.Error()}
+	r.Manifest = m
+	r.meta.Ordinal = m.Ordinal
+	if m.DecodeErr != nil {
+		r.err = &apply.InvalidManifestError{Reason: m.DecodeErr.Error()}
 		return
 	}
-	gvk := m.obj.GroupVersionKind()
+	gvk := m.Object.GroupVersionKind()
 	r.meta.Group, r.meta.Version, r.meta.Kind = gvk.Group, gvk.Version, gvk.Kind
-	r.meta.Name, r.meta.Namespace = m.obj.GetName(), m.obj.GetNamespace()
+	r.meta.Name, r.meta.Namespace = m.Object.GetName(), m.Object.GetNamespace()
 	if crd, held := a.pending[gvk.GroupKind()]; held && !c.crds.waitFor(gvk.GroupKind(), a.work.Name) {
 		// The CRD's watch requeues the work once it is Established: no worker waits for it.
 		r.waiting = fmt.Sprintf("waiting for CustomResourceDefinition %s to be established", crd)
@@ -171,7 +172,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if opts.Strategy != apply.ReadOnly && owned {
 		opts.Owner = a.owner
 	}
-	if err := c.executors.authorize(ctx, a.work, mapping.Resource, ns, r.meta.Name, opts.Strategy, owned, m.obj); err != nil {
+	if err := c.executors.authorize(ctx, a.work, mapping.Resource, ns, r.meta.Name, opts.Strategy, owned, m.Object); err != nil {
 		r.err = err
 		if isExecutorDenied(err) {
 			a.after(executorRetry) // a change of RBAC brings it back sooner
@@ -181,7 +182,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 	if opts.Strategy == apply.ApplyOnceForce {
 		opts.AppliedHash = a.forced[identityKey(r)]
 	}
-	if c.heldByAnotherWork(a.work.Name, r, m.obj, opts) {
+	if c.heldByAnotherWork(a.work.Name, r, m.Object, opts) {
 		return
 	}
 	settledAs := settledKey{generation: a.work.Generation, resource: mapping.Resource, owner: a.owner.UID, completed: r.completed, forced: opts.AppliedHash}
@@ -189,7 +190,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m manifest) {
 		return
 	}
 	started := time.Now()
-	r.result, r.err = a.applier.Apply(ctx, m.obj, opts)
+	r.result, r.err = a.applier.Apply(ctx, m.Object, opts)
 	if r.err = c.executors.refused(a.work, r.err, mapping.Resource, ns, r.meta.Name); isExecutorDenied(r.err) {
 		a.after(executorRetry)
 	}
@@ -241,7 +242,7 @@ func (c *controller) applySettled(work string, r *manifestResult, key settledKey
 	if !known {
 		return false
 	}
-	kept, ok := c.settled.lookup(work, r.ordinal, key, current)
+	kept, ok := c.settled.lookup(work, r.Ordinal, key, current)
 	if !ok {
 		return false
 	}
@@ -299,14 +300,14 @@ type crdRef struct {
 }
 
 // crdsIn lists the CRDs among the manifests and the kinds they define.
-func crdsIn(ms []manifest) []crdRef {
+func crdsIn(ms []workload.Manifest) []crdRef {
 	var out []crdRef
 	for _, m := range ms {
-		if m.obj == nil || m.obj.GroupVersionKind().GroupKind() != crdGK {
+		if m.Object == nil || m.Object.GroupVersionKind().GroupKind() != crdGK {
 			continue
 		}
-		if kind, ok := crdKind(m.obj); ok {
-			out = append(out, crdRef{name: m.obj.GetName(), kind: kind})
+		if kind, ok := crdKind(m.Object); ok {
+			out = append(out, crdRef{name: m.Object.GetName(), kind: kind})
 		}
 	}
 	return out

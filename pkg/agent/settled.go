@@ -108,7 +108,7 @@ func (s *settledObjects) record(work string, key settledKey, r *manifestResult) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !settles(r) {
-		delete(s.byWork[work], r.ordinal)
+		delete(s.byWork[work], r.Ordinal)
 		return
 	}
 	kept := settledApply{
@@ -130,7 +130,7 @@ func (s *settledObjects) record(work string, key settledKey, r *manifestResult) 
 	if s.byWork[work] == nil {
 		s.byWork[work] = map[int32]settledApply{}
 	}
-	s.byWork[work][r.ordinal] = kept
+	s.byWork[work][r.Ordinal] = kept
 }
 
 // settles reports whether a manifest's apply may be taken as its result again while its object is

@@ -11,6 +11,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
+	"github.com/ferry-mc/ferry/pkg/workload"
 )
 
 func settledTestObject(rv string) *unstructured.Unstructured {
@@ -31,7 +32,7 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	key := settledKey{generation: 3, resource: cms, owner: "amw-uid"}
 	s := newSettledObjects()
-	r := &manifestResult{manifest: manifest{ordinal: 1}, result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")},
+	r := &manifestResult{Manifest: workload.Manifest{Ordinal: 1}, result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")},
 		health: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse}}}
 	s.record("w", key, r)
 
@@ -57,7 +58,7 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 		}
 	}
 
-	missing := &manifestResult{manifest: manifest{ordinal: 2}, result: apply.Result{Operation: apply.Skipped}}
+	missing := &manifestResult{Manifest: workload.Manifest{Ordinal: 2}, result: apply.Result{Operation: apply.Skipped}}
 	s.record("w", key, missing)
 	if _, ok := s.lookup("w", 2, key, nil); !ok {
 		t.Error("an object that did not exist and still does not was not taken as settled")

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/ferry-mc/ferry/pkg/workload"
 )
 
 // StrategyType names an update strategy. The values are those of the ManifestWork API's
@@ -162,7 +164,7 @@ func (r *request) read(ctx context.Context) error {
 // storeKey names the object's record in the RecordStore.
 func (r *request) storeKey() string {
 	gr := r.result.Resource.GroupResource()
-	return hashBytes([]byte(gr.String() + "/" + r.desired.GetNamespace() + "/" + r.desired.GetName()))
+	return workload.HashBytes([]byte(gr.String() + "/" + r.desired.GetNamespace() + "/" + r.desired.GetName()))
 }
 
 // Apply makes the cluster's object follow manifest under opts.Strategy. Errors say what a person can
@@ -178,7 +180,7 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 	if !ok {
 		return Result{}, &InvalidManifestError{Reason: fmt.Sprintf("unknown update strategy %q", opts.Strategy)}
 	}
-	desired, err := normalize(manifest)
+	desired, err := workload.Normalize(manifest)
 	if err != nil {
 		return Result{}, err
 	}
@@ -202,7 +204,7 @@ func (a *Applier) Apply(ctx context.Context, manifest *unstructured.Unstructured
 	}
 	// After the namespace of a cluster-scoped object is dropped: the hash is that of the record written,
 	// which RecordHash computes too.
-	r.result.Hash = Hash(desired)
+	r.result.Hash = workload.Hash(desired)
 	if r.result.Namespaced {
 		r.client = a.client.Resource(mapping.Resource).Namespace(desired.GetNamespace())
 	} else {
@@ -254,10 +256,9 @@ func (a *Applier) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 	return m, nil
 }
 
-// InvalidManifestError is a manifest that cannot be applied as written.
-type InvalidManifestError struct{ Reason string }
-
-func (e *InvalidManifestError) Error() string { return "invalid manifest: " + e.Reason }
+// InvalidManifestError is a manifest that cannot be applied as written: the error of workload.Normalize's
+// checks, which Apply runs first, and of the engine's own (an unknown strategy, a record too large).
+type InvalidManifestError = workload.InvalidError
 
 // UnknownKindError is a kind the cluster does not serve (a missing CRD, a typo in apiVersion).
 type UnknownKindError struct{ GVK schema.GroupVersionKind }

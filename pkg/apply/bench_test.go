@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-mc/ferry/pkg/workload"
 )
 
 const benchDeployment = `
@@ -97,7 +99,7 @@ func BenchmarkHash(b *testing.B) {
 	d := benchObject(b, benchDeployment)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Hash(d)
+		_ = workload.Hash(d)
 	}
 }
 

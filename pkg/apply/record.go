@@ -2,13 +2,13 @@ package apply
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-mc/ferry/pkg/workload"
 )
 
 // The last-applied record is the manifest as Ferry last applied it (normalized, without Ferry's owner
@@ -50,7 +50,7 @@ func newRecord(desired *unstructured.Unstructured, storeKey string, store Record
 	if err != nil {
 		return nil, fmt.Errorf("encode last-applied record: %w", err)
 	}
-	r := &record{data: data, hash: hashBytes(data)}
+	r := &record{data: data, hash: workload.HashBytes(data)}
 	if len(data) > maxInlineRecord && store == nil {
 		return nil, &InvalidManifestError{Reason: fmt.Sprintf(
 			"the manifest is %d bytes, too large for a last-applied annotation (at most %d), and no record store is configured; use the ServerSideApply or CreateOnly strategy for it",
@@ -87,7 +87,7 @@ func (r *record) annotate(desired *unstructured.Unstructured) *unstructured.Unst
 func appliedHash(current *unstructured.Unstructured) string {
 	ann := current.GetAnnotations()
 	if v, ok := ann[LastAppliedAnnotation]; ok {
-		return hashBytes([]byte(v))
+		return workload.HashBytes([]byte(v))
 	}
 	if v, ok := ann[LastAppliedRefAnnotation]; ok {
 		if i := strings.LastIndexByte(v, '/'); i >= 0 {
@@ -115,13 +115,8 @@ func lastApplied(ctx context.Context, store RecordStore, current *unstructured.U
 	if err != nil {
 		return nil, fmt.Errorf("read last-applied record %s: %w", ref[:i], err)
 	}
-	if !ok || hashBytes(data) != ref[i+1:] {
+	if !ok || workload.HashBytes(data) != ref[i+1:] {
 		return nil, nil // lost or stale: merge as if nothing had been applied
 	}
 	return data, nil
-}
-
-func hashBytes(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:12])
 }

@@ -1,20 +1,24 @@
 package apply
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ferry-mc/ferry/pkg/workload"
+)
 
 // RecordHash is the hash of the last-applied record Apply writes for manifest under Update, ApplyOnce
 // and ApplyOnceForce: the manifest normalized as Apply normalizes it, without a namespace when its
 // resource is cluster-scoped. Compared with AppliedHash of an object, it tells without applying anything
 // whether the object was last applied with this very manifest.
 func RecordHash(manifest *unstructured.Unstructured, namespaced bool) (string, error) {
-	desired, err := normalize(manifest)
+	desired, err := workload.Normalize(manifest)
 	if err != nil {
 		return "", err
 	}
 	if !namespaced {
 		desired.SetNamespace("")
 	}
-	return Hash(desired), nil
+	return workload.Hash(desired), nil
 }
 
 // AppliedHash is the hash of the last-applied record an object carries in annotations, or "" when it

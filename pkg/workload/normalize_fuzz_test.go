@@ -1,4 +1,4 @@
-package apply
+package workload
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The apply engine's input checks take whatever a hub sends. For any JSON object: normalize does not
+// The apply engine's input checks take whatever a hub sends. For any JSON object: Normalize does not
 // panic and either says why the manifest is invalid or returns an object that names what to apply
 // (kind, apiVersion with a version, a name usable in a request path) without the server's fields,
 // leaving its input alone; Hash does not panic, is deterministic and ignores the order of keys.
@@ -32,38 +32,38 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("Hash depends on the order of keys: %s, re-encoded %s", hash, reordered)
 		}
 
-		out, err := normalize(manifest)
+		out, err := Normalize(manifest)
 		if Hash(manifest) != hash {
-			t.Fatalf("normalize changed its input")
+			t.Fatalf("Normalize changed its input")
 		}
 		if err != nil {
-			var invalid *InvalidManifestError
+			var invalid *InvalidError
 			if !errors.As(err, &invalid) || invalid.Reason == "" {
-				t.Fatalf("normalize: error %#v, want an *InvalidManifestError with a reason", err)
+				t.Fatalf("Normalize: error %#v, want an *InvalidError with a reason", err)
 			}
 			if out != nil {
-				t.Fatalf("normalize returned an object with its error %v", err)
+				t.Fatalf("Normalize returned an object with its error %v", err)
 			}
 			return
 		}
 		if out.GetKind() == "" || out.GetAPIVersion() == "" || out.GetName() == "" {
-			t.Fatalf("normalize accepted a manifest without kind %q, apiVersion %q or name %q", out.GetKind(), out.GetAPIVersion(), out.GetName())
+			t.Fatalf("Normalize accepted a manifest without kind %q, apiVersion %q or name %q", out.GetKind(), out.GetAPIVersion(), out.GetName())
 		}
 		if gv, err := schema.ParseGroupVersion(out.GetAPIVersion()); err != nil || gv.Version == "" {
-			t.Fatalf("normalize accepted apiVersion %q (%v)", out.GetAPIVersion(), err)
+			t.Fatalf("Normalize accepted apiVersion %q (%v)", out.GetAPIVersion(), err)
 		}
 		if msgs := path.IsValidPathSegmentName(out.GetName()); len(msgs) > 0 {
-			t.Fatalf("normalize accepted name %q: %v", out.GetName(), msgs)
+			t.Fatalf("Normalize accepted name %q: %v", out.GetName(), msgs)
 		}
 		if msgs := path.IsValidPathSegmentName(out.GetNamespace()); out.GetNamespace() != "" && len(msgs) > 0 {
-			t.Fatalf("normalize accepted namespace %q: %v", out.GetNamespace(), msgs)
+			t.Fatalf("Normalize accepted namespace %q: %v", out.GetNamespace(), msgs)
 		}
 		if _, has := out.Object["status"]; has || out.GetResourceVersion() != "" || out.GetUID() != "" || out.GetManagedFields() != nil {
-			t.Fatalf("normalize kept a field the API server owns: %v", out.Object)
+			t.Fatalf("Normalize kept a field the API server owns: %v", out.Object)
 		}
-		twice, err := normalize(out)
+		twice, err := Normalize(out)
 		if err != nil || Hash(twice) != Hash(out) {
-			t.Fatalf("normalize is not idempotent: %v", err)
+			t.Fatalf("Normalize is not idempotent: %v", err)
 		}
 	})
 }
@@ -97,8 +97,8 @@ func TestNormalizeSaysWhatIsWrongWithAManifest(t *testing.T) {
 		if err := json.Unmarshal([]byte(manifest), &obj); err != nil {
 			t.Fatal(err)
 		}
-		_, err := normalize(&unstructured.Unstructured{Object: obj})
-		var invalid *InvalidManifestError
+		_, err := Normalize(&unstructured.Unstructured{Object: obj})
+		var invalid *InvalidError
 		if !errors.As(err, &invalid) || !strings.Contains(invalid.Reason, says) {
 			t.Errorf("%s: error %v, want an invalid manifest saying %q", manifest, err, says)
 		}

@@ -1,4 +1,4 @@
-package agent
+package workload
 
 import (
 	"bytes"
@@ -10,36 +10,36 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// manifest is one entry of spec.workload.manifests, decoded.
-type manifest struct {
-	ordinal int32
-	obj     *unstructured.Unstructured // nil when decodeErr is set
-	// decodeErr says why the raw manifest is not an object.
-	decodeErr error
+// Manifest is one entry of spec.workload.manifests, decoded.
+type Manifest struct {
+	Ordinal int32
+	Object  *unstructured.Unstructured // nil when DecodeErr is set
+	// DecodeErr says why the raw manifest is not an object.
+	DecodeErr error
 }
 
-// decodeManifests decodes every manifest of a work. A manifest that does not decode is kept, with its
-// error, so that it gets a status entry of its own while the others apply.
-func decodeManifests(work *workv1.ManifestWork) []manifest {
-	out := make([]manifest, 0, len(work.Spec.Workload.Manifests))
+// Decode decodes every manifest of a work. A manifest that does not decode is kept, with its error, so
+// that it gets a status entry of its own while the others apply.
+func Decode(work *workv1.ManifestWork) []Manifest {
+	out := make([]Manifest, 0, len(work.Spec.Workload.Manifests))
 	for i, m := range work.Spec.Workload.Manifests {
-		entry := manifest{ordinal: int32(i)}
+		entry := Manifest{Ordinal: int32(i)}
 		raw := m.Raw
 		if len(raw) == 0 && m.Object != nil {
 			var err error
 			if raw, err = json.Marshal(m.Object); err != nil {
-				entry.decodeErr = fmt.Errorf("encode manifest: %w", err)
+				entry.DecodeErr = fmt.Errorf("encode manifest: %w", err)
 				out = append(out, entry)
 				continue
 			}
 		}
 		obj := &unstructured.Unstructured{}
 		if err := decodeObject(raw, &obj.Object); err != nil {
-			entry.decodeErr = fmt.Errorf("the manifest is not a JSON or YAML object: %w", err)
+			entry.DecodeErr = fmt.Errorf("the manifest is not a JSON or YAML object: %w", err)
 		} else if obj.Object == nil {
-			entry.decodeErr = fmt.Errorf("the manifest is empty")
+			entry.DecodeErr = fmt.Errorf("the manifest is empty")
 		} else {
-			entry.obj = obj
+			entry.Object = obj
 		}
 		out = append(out, entry)
 	}

@@ -1,4 +1,4 @@
-package agent
+package workload
 
 import (
 	"reflect"
@@ -12,25 +12,25 @@ import (
 
 // A hub without the ManifestWork schema (or an older one) can hand the agent manifests that are not
 // objects; each gets an error of its own and the others decode.
-func TestDecodeManifestsKeepsAnErrorPerManifest(t *testing.T) {
+func TestDecodeKeepsAnErrorPerManifest(t *testing.T) {
 	work := &workv1.ManifestWork{}
 	for _, raw := range []string{`[1,2]`, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`, `null`, `{not json`} {
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(raw)}})
 	}
-	ms := decodeManifests(work)
+	ms := Decode(work)
 	if len(ms) != 4 {
 		t.Fatalf("decoded %d manifests, want 4", len(ms))
 	}
 	for i, want := range []string{"not a JSON or YAML object", "", "empty", "not a JSON or YAML object"} {
 		m := ms[i]
-		if m.ordinal != int32(i) {
-			t.Errorf("manifest %d: ordinal %d", i, m.ordinal)
+		if m.Ordinal != int32(i) {
+			t.Errorf("manifest %d: ordinal %d", i, m.Ordinal)
 		}
 		switch {
-		case want == "" && (m.decodeErr != nil || m.obj == nil || m.obj.GetName() != "a"):
-			t.Errorf("manifest %d: %v, %v; want the ConfigMap", i, m.obj, m.decodeErr)
-		case want != "" && (m.decodeErr == nil || !strings.Contains(m.decodeErr.Error(), want)):
-			t.Errorf("manifest %d: error %v, want one saying %q", i, m.decodeErr, want)
+		case want == "" && (m.DecodeErr != nil || m.Object == nil || m.Object.GetName() != "a"):
+			t.Errorf("manifest %d: %v, %v; want the ConfigMap", i, m.Object, m.DecodeErr)
+		case want != "" && (m.DecodeErr == nil || !strings.Contains(m.DecodeErr.Error(), want)):
+			t.Errorf("manifest %d: error %v, want one saying %q", i, m.DecodeErr, want)
 		}
 	}
 }
