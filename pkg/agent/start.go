@@ -93,8 +93,8 @@ func Start(ctx context.Context, cfg Config) error {
 	}
 
 	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName),
-		workinformers.WithTransform(dropManagedFields))
-	spokeInformers := workinformers.NewSharedInformerFactoryWithOptions(spokeWork, 0, workinformers.WithTransform(dropManagedFields))
+		workinformers.WithTransform(compactCached))
+	spokeInformers := workinformers.NewSharedInformerFactoryWithOptions(spokeWork, 0, workinformers.WithTransform(compactCached))
 	works := hubInformers.Work().V1().ManifestWorks()
 	amws := spokeInformers.Work().V1().AppliedManifestWorks()
 

@@ -1,20 +1,106 @@
 package agent
 
 import (
+	"slices"
+	"unique"
+
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
-// dropManagedFields is the transform of every informer of the agent: an object's managedFields are
-// kept in no cache. The agent never reads them from a cache (its server-side applies are the API
-// server's to merge), and they are often the largest part of an object's metadata — of a ManifestWork
-// a kilobyte, and of the metadata the agent watches of each applied object, most of it.
-var dropManagedFields cache.TransformFunc = func(obj any) (any, error) {
+// compactCached is the transform of every informer of the agent: what the caches keep of an object is
+// what the agent reads, held once. Per work the caches hold a ManifestWork, its AppliedManifestWork and
+// the metadata of each applied object, which made most of the agent's memory per work:
+//   - managedFields are kept in no cache. The agent never reads them from a cache (its server-side
+//     applies are the API server's to merge), and they are often the largest part of an object's
+//     metadata — of a ManifestWork a kilobyte, and of the metadata of each applied object, most of it.
+//   - the strings every work repeats (its conditions' types, reasons and messages, the kinds and
+//     versions of its manifests, the owner of each applied object) are interned: one copy for the
+//     whole agent rather than one per work, per manifest.
+//   - the lists of a work and of its AppliedManifestWork are copied to their length: the JSON decoder
+//     grows a list by doubling, so a work of five manifests held room for eight, three times over.
+//   - of an applied object's metadata, the agent reads its name, resourceVersion, deletionTimestamp,
+//     owners and the hash of its last-applied record (objectMeta's callers): the record itself — a copy
+//     of the whole manifest — is kept as its hash, and labels and finalizers are not kept.
+var compactCached cache.TransformFunc = func(obj any) (any, error) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}
+	switch o := obj.(type) {
+	case *workv1.ManifestWork:
+		o.Spec.Workload.Manifests = slices.Clone(o.Spec.Workload.Manifests)
+		compactWorkStatus(&o.Status)
+	case *workv1.AppliedManifestWork:
+		o.Status.AppliedResources = compactAppliedResources(o.Status.AppliedResources)
+	case *metav1.PartialObjectMetadata:
+		o.OwnerReferences = compactOwners(o.OwnerReferences)
+		o.Annotations = apply.AppliedHashAnnotations(o.Annotations)
+		o.Labels, o.Finalizers = nil, nil
+	}
 	return obj, nil
+}
+
+// compactWorkStatus interns the repeated strings of a work's status and fits its lists to their length.
+func compactWorkStatus(s *workv1.ManifestWorkStatus) {
+	s.Conditions = compactConditions(s.Conditions)
+	ms := slices.Clone(s.ResourceStatus.Manifests)
+	for i := range ms {
+		m := &ms[i]
+		rm := &m.ResourceMeta
+		rm.Group, rm.Version, rm.Kind, rm.Resource, rm.Namespace = intern(rm.Group), intern(rm.Version), intern(rm.Kind), intern(rm.Resource), intern(rm.Namespace)
+		m.Conditions = compactConditions(m.Conditions)
+		m.StatusFeedbacks.Values = slices.Clone(m.StatusFeedbacks.Values)
+		for j := range m.StatusFeedbacks.Values {
+			m.StatusFeedbacks.Values[j].Name = intern(m.StatusFeedbacks.Values[j].Name)
+		}
+	}
+	s.ResourceStatus.Manifests = ms
+}
+
+func compactConditions(conds []metav1.Condition) []metav1.Condition {
+	conds = slices.Clone(conds)
+	for i := range conds {
+		c := &conds[i]
+		c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
+		c.Status = metav1.ConditionStatus(intern(string(c.Status)))
+	}
+	return conds
+}
+
+// compactAppliedResources interns what the applied resources of a work share with other works and fits
+// their list to its length.
+func compactAppliedResources(rs []workv1.AppliedManifestResourceMeta) []workv1.AppliedManifestResourceMeta {
+	rs = slices.Clone(rs)
+	for i := range rs {
+		r := &rs[i]
+		r.Group, r.Version, r.Resource, r.Namespace = intern(r.Group), intern(r.Version), intern(r.Resource), intern(r.Namespace)
+	}
+	return rs
+}
+
+// compactOwners interns owner references: the objects of one work share their owner, and all of them
+// its kind and apiVersion.
+func compactOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	for i := range refs {
+		r := &refs[i]
+		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
+		r.UID = types.UID(intern(string(r.UID)))
+	}
+	return refs
+}
+
+// intern returns the one copy of s the agent keeps while anything uses it.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }

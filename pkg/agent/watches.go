@@ -147,7 +147,7 @@ func (w *objectWatches) release(work string, old, current []trackedObject) {
 // start runs a metadata informer for one scope until the agent stops or the scope is released.
 func (w *objectWatches) start(s watchScope) *scopeWatch {
 	inf := metadatainformer.NewFilteredMetadataInformer(w.client, s.gvr, s.namespace, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(dropManagedFields) // (refused only once the informer runs)
+	_ = inf.SetTransform(compactCached) // (refused only once the informer runs)
 	notify := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj

@@ -28,3 +28,14 @@ func AppliedHash(annotations map[string]string) string {
 	u.SetAnnotations(annotations)
 	return appliedHash(u)
 }
+
+// AppliedHashAnnotations returns what AppliedHash reads of annotations, the record replaced by its hash:
+// AppliedHash gives the same for both. A cache that keeps objects' metadata to tell whether each was last
+// applied with a given manifest keeps this, not a copy of every manifest.
+func AppliedHashAnnotations(annotations map[string]string) map[string]string {
+	hash := AppliedHash(annotations)
+	if hash == "" {
+		return nil
+	}
+	return map[string]string{LastAppliedRefAnnotation: "/" + hash}
+}
