@@ -55,7 +55,8 @@ type settledApply struct {
 
 // objectIdentity is what the agent uses of an object after applying it — kind, name, namespace, UID,
 // resourceVersion and owner references — kept in a struct rather than the maps of an Unstructured, a
-// fifth of the size, so that what is kept for every applied object stays small.
+// fifth of the size, so that what is kept for every applied object stays small. What the objects of a
+// work share (their apiVersion, kind, namespace and owner) is held once, as in the caches.
 type objectIdentity struct {
 	apiVersion, kind, namespace, name, resourceVersion string
 	uid                                                types.UID
@@ -63,8 +64,8 @@ type objectIdentity struct {
 }
 
 func identityOf(obj *unstructured.Unstructured) objectIdentity {
-	return objectIdentity{apiVersion: obj.GetAPIVersion(), kind: obj.GetKind(), namespace: obj.GetNamespace(), name: obj.GetName(),
-		resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), owners: obj.GetOwnerReferences()}
+	return objectIdentity{apiVersion: intern(obj.GetAPIVersion()), kind: intern(obj.GetKind()), namespace: intern(obj.GetNamespace()),
+		name: obj.GetName(), resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), owners: compactOwners(obj.GetOwnerReferences())}
 }
 
 // object is the object of this identity, with nothing else.

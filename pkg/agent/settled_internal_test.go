@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,6 +118,28 @@ func TestAWriteSettlesAtTheVersionItWrote(t *testing.T) {
 		}
 		if _, ok := s.lookup("w", 0, key, settledTestObject("8")); ok {
 			t.Errorf("%s: taken as settled after the object changed", op)
+		}
+	}
+}
+
+// What is kept of the objects of one work holds their shared strings once: two objects decoded from two
+// responses keep one copy of their owner and kind.
+func TestSettledIdentitiesShareWhatObjectsRepeat(t *testing.T) {
+	decoded := func(name string) *unstructured.Unstructured {
+		obj := &unstructured.Unstructured{}
+		data := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"apps","ownerReferences":[{"apiVersion":"work.open-cluster-management.io/v1","kind":"AppliedManifestWork","name":"hubhash-web","uid":"0b6c7f5e"}]}}`, name)
+		if err := obj.UnmarshalJSON([]byte(data)); err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	x, y := identityOf(decoded("x")), identityOf(decoded("y"))
+	if x.name != "x" || len(x.owners) != 1 || x.owners[0].Name != "hubhash-web" {
+		t.Fatalf("identity %+v", x)
+	}
+	for _, pair := range [][2]string{{x.kind, y.kind}, {x.namespace, y.namespace}, {x.owners[0].Name, y.owners[0].Name}, {string(x.owners[0].UID), string(y.owners[0].UID)}} {
+		if !sameBytes(pair[0], pair[1]) {
+			t.Errorf("%q is kept twice", pair[0])
 		}
 	}
 }
