@@ -17,7 +17,7 @@ func (s applyOnceStrategy) apply(ctx context.Context, r *request) (Result, error
 		res.Operation = Skipped
 		res.Message = "deleted on the cluster after it was applied; ApplyOnceForce re-creates it only when the manifest changes"
 		return res, nil
-	case r.current != nil && appliedHash(r.current) == res.Hash:
+	case r.current != nil && AppliedHash(r.current.GetAnnotations()) == res.Hash:
 		res.Object, res.Operation = r.current, Skipped
 		res.Message = "applied once already; changes made on the cluster are kept until the manifest changes"
 		return res, nil

@@ -82,21 +82,6 @@ func (r *record) annotate(desired *unstructured.Unstructured) *unstructured.Unst
 	return out
 }
 
-// appliedHash returns the hash of the manifest last applied to current, from its annotations alone,
-// or "" when it has no record.
-func appliedHash(current *unstructured.Unstructured) string {
-	ann := current.GetAnnotations()
-	if v, ok := ann[LastAppliedAnnotation]; ok {
-		return workload.HashBytes([]byte(v))
-	}
-	if v, ok := ann[LastAppliedRefAnnotation]; ok {
-		if i := strings.LastIndexByte(v, '/'); i >= 0 {
-			return v[i+1:]
-		}
-	}
-	return ""
-}
-
 // lastApplied returns current's last-applied record, or nil when it has none.
 func lastApplied(ctx context.Context, store RecordStore, current *unstructured.Unstructured) ([]byte, error) {
 	ann := current.GetAnnotations()

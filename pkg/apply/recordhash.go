@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ferry-mc/ferry/pkg/workload"
@@ -24,9 +26,15 @@ func RecordHash(manifest *unstructured.Unstructured, namespaced bool) (string, e
 // AppliedHash is the hash of the last-applied record an object carries in annotations, or "" when it
 // has none (an object written under ServerSideApply or CreateOnly, or by someone else).
 func AppliedHash(annotations map[string]string) string {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetAnnotations(annotations)
-	return appliedHash(u)
+	if v, ok := annotations[LastAppliedAnnotation]; ok {
+		return workload.HashBytes([]byte(v))
+	}
+	if v, ok := annotations[LastAppliedRefAnnotation]; ok {
+		if i := strings.LastIndexByte(v, '/'); i >= 0 {
+			return v[i+1:]
+		}
+	}
+	return ""
 }
 
 // AppliedHashAnnotations returns what AppliedHash reads of annotations, the record replaced by its hash:
