@@ -45,8 +45,10 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 		if b.Failed() {
 			b.FailNow()
 		}
-		// With FERRY_BENCH_PROFILE_DIR set, the agent serves its profiles, and its heap at 1,000 works is
-		// written there (agent-heap.pprof; read with go tool pprof).
+		// With FERRY_BENCH_PROFILE_DIR set, the agent serves its profiles, and its heap at 200 and at 1,000
+		// works is written there (agent-heap-200.pprof, agent-heap-1000.pprof: read with go tool pprof,
+		// -base the first to see what the further works hold; the .txt beside each ends with the runtime's
+		// MemStats).
 		profileDir := os.Getenv("FERRY_BENCH_PROFILE_DIR")
 		var overrides []shipped.Override
 		var pprofAddr string
@@ -76,12 +78,15 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 		createMemoryWorks(b, works, 0, 200)
 		b.StopTimer()
 		at200 := read()
+		if profileDir != "" {
+			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-200")
+		}
 		b.StartTimer()
 		createMemoryWorks(b, works, 200, 1000)
 		b.StopTimer()
 		at1000 := read()
 		if profileDir != "" {
-			writeHeapProfile(b, pprofAddr, filepath.Join(profileDir, "agent-heap.pprof"))
+			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-1000")
 		}
 		b.ReportMetric(float64(atStart.HWM)/(1<<20), "peak-rss-MiB@0works")
 		b.ReportMetric(float64(at200.HWM)/(1<<20), "peak-rss-MiB@200works")
@@ -139,18 +144,21 @@ func createMemoryWorks(b *testing.B, works interface {
 	}
 }
 
-// writeHeapProfile fetches the heap profile a process serves on addr (--pprof-bind-address) into path.
-func writeHeapProfile(b *testing.B, addr, path string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("heap profile from %s: %s %v", addr, resp.Status, err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		b.Fatal(err)
+// writeHeapProfile writes the heap profile of the agent serving pprof at addr, after a collection, to
+// dir/name.pprof, and its text form with the runtime's MemStats to dir/name.txt.
+func writeHeapProfile(b *testing.B, addr, dir, name string) {
+	for query, ext := range map[string]string{"gc=1": ".pprof", "gc=1&debug=1": ".txt"} {
+		resp, err := http.Get("http://" + addr + "/debug/pprof/heap?" + query)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("heap profile from %s: %s %v", addr, resp.Status, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+ext), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
