@@ -80,7 +80,7 @@ func Start(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("spoke client: %w", err)
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
+	mapper := newMappingCache(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)))
 	applier := apply.New(dyn, mapper)
 	var records apply.RecordStore
 	if cfg.RecordNamespace != "" {
