@@ -76,8 +76,8 @@ func (c *controller) applyAll(ctx context.Context, work *workv1.ManifestWork, am
 	for i, m := range ms {
 		objs[i] = m.Object
 	}
+	c.settled.fit(work.Name, len(ms))
 	apply.ApplyAll(ctx, objs, applyParallelism, func(ctx context.Context, i int) { c.applyOne(ctx, a, ms[i]) })
-	c.settled.trim(work.Name, len(ms))
 	return a.results, a.next
 }
 

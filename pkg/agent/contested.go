@@ -5,10 +5,8 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
@@ -59,19 +57,19 @@ func (c *controller) heldByAnotherWork(workName string, r *manifestResult, obj *
 	if !known || live == nil {
 		return false
 	}
-	holder := firstAppliedWorkOwner(live.GetOwnerReferences())
-	if holder == nil || holder.UID == opts.Owner.UID {
+	holder := live.heldBy
+	if holder.uid == "" || holder.uid == opts.Owner.UID {
 		return false
 	}
-	applied := apply.AppliedHash(live.GetAnnotations())
+	applied := live.appliedHash
 	if applied == "" {
 		return false
 	}
 	if want, err := apply.RecordHash(obj, namespaced); err != nil || want == applied {
 		return false // identical: shared; an invalid manifest is Apply's to report
 	}
-	work := holder.Name
-	if amw, err := c.amwLister.Get(holder.Name); err == nil && amw.Spec.ManifestWorkName != "" {
+	work := holder.name
+	if amw, err := c.amwLister.Get(holder.name); err == nil && amw.Spec.ManifestWorkName != "" {
 		work = amw.Spec.ManifestWorkName
 	}
 	r.err = &objectOwnedByAnotherWorkError{object: describeObject(obj.GetKind(), namespace, obj.GetName()), work: work}
@@ -84,19 +82,9 @@ func (c *controller) heldByAnotherWork(workName string, r *manifestResult, obj *
 	return true
 }
 
-// firstAppliedWorkOwner returns the first AppliedManifestWork among refs, or nil.
-func firstAppliedWorkOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	for i := range refs {
-		if refs[i].Kind == "AppliedManifestWork" && refs[i].APIVersion == workv1.GroupVersion.String() {
-			return &refs[i]
-		}
-	}
-	return nil
-}
-
 // objectMeta returns the watched metadata of an object, nil when it does not exist; known is false when
 // the scope is not watched or its watch has not synced yet.
-func (w *objectWatches) objectMeta(resource schema.GroupVersionResource, namespace, name string) (obj metav1.Object, known bool) {
+func (w *objectWatches) objectMeta(resource schema.GroupVersionResource, namespace, name string) (obj *watchedObject, known bool) {
 	w.mu.Lock()
 	sw := w.watching[watchScope{gvr: resource, namespace: namespace}]
 	w.mu.Unlock()
@@ -114,7 +102,7 @@ func (w *objectWatches) objectMeta(resource schema.GroupVersionResource, namespa
 	if !exists {
 		return nil, true
 	}
-	m, ok := item.(metav1.Object)
+	m, ok := item.(*watchedObject)
 	return m, ok
 }
 

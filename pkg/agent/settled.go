@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +27,10 @@ import (
 // a write would write again only where the API server keeps changing what it is sent (a mutating
 // webhook, a normalized value); such a write is not repeated until the object changes.
 type settledObjects struct {
-	mu     sync.Mutex
-	byWork map[string]map[int32]settledApply // work name → manifest ordinal
+	mu sync.Mutex
+	// work name → by manifest ordinal: a list rather than a map, as a work's ordinals run from 0 and a
+	// map kept room for 8 records (400 bytes each) where a work had 5
+	byWork map[string][]settledApply
 }
 
 // settledKey is what a manifest's apply depended on besides the object itself. The work's generation
@@ -44,6 +47,7 @@ type settledKey struct {
 // settledApply is a manifest's last apply (as one that writes nothing), and what the agent made of the
 // object.
 type settledApply struct {
+	kept        bool // false: nothing is kept for this ordinal
 	key         settledKey
 	exists      bool
 	object      objectIdentity // of an object that exists
@@ -82,21 +86,24 @@ func (id objectIdentity) object() *unstructured.Unstructured {
 }
 
 func newSettledObjects() *settledObjects {
-	return &settledObjects{byWork: map[string]map[int32]settledApply{}}
+	return &settledObjects{byWork: map[string][]settledApply{}}
 }
 
 // lookup returns the kept result of the manifest at ordinal of work if it was kept under key and
 // current, the object as its watch shows it now (nil: it does not exist), is the version it was read at.
-func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, current metav1.Object) (settledApply, bool) {
+func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, current *watchedObject) (settledApply, bool) {
 	s.mu.Lock()
-	kept, ok := s.byWork[work][ordinal]
+	var kept settledApply
+	if records := s.byWork[work]; int(ordinal) < len(records) {
+		kept = records[ordinal]
+	}
 	s.mu.Unlock()
 	switch {
-	case !ok || kept.key != key:
+	case !kept.kept || kept.key != key:
 		return settledApply{}, false
 	case current == nil:
 		return kept, !kept.exists
-	case !kept.exists || current.GetResourceVersion() != kept.object.resourceVersion:
+	case !kept.exists || current.resourceVersion != kept.object.resourceVersion:
 		return settledApply{}, false
 	}
 	kept.result.Object = kept.object.object()
@@ -108,11 +115,15 @@ func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, curr
 func (s *settledObjects) record(work string, key settledKey, r *manifestResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	records := s.byWork[work]
 	if !settles(r) {
-		delete(s.byWork[work], r.Ordinal)
+		if int(r.Ordinal) < len(records) {
+			records[r.Ordinal] = settledApply{}
+		}
 		return
 	}
 	kept := settledApply{
+		kept:        true,
 		key:         key,
 		exists:      r.exists(),
 		result:      r.result,
@@ -128,10 +139,10 @@ func (s *settledObjects) record(work string, key settledKey, r *manifestResult) 
 	if kept.exists {
 		kept.object = identityOf(r.result.Object)
 	}
-	if s.byWork[work] == nil {
-		s.byWork[work] = map[int32]settledApply{}
+	if int(r.Ordinal) >= len(records) {
+		records = s.fitLocked(work, int(r.Ordinal)+1)
 	}
-	s.byWork[work][r.Ordinal] = kept
+	records[r.Ordinal] = kept
 }
 
 // settles reports whether a manifest's apply may be taken as its result again while its object is
@@ -159,15 +170,26 @@ func settles(r *manifestResult) bool {
 	return !r.exists() || r.result.Object.GroupVersionKind().GroupKind() != crdGK
 }
 
-// trim drops what is kept of the manifests of work at or beyond ordinal n: they left the work.
-func (s *settledObjects) trim(work string, n int) {
+// fit makes room for the n manifests of work (before they are applied, so that the list is made once,
+// to its length) and drops what is kept of manifests at or beyond n: they left the work.
+func (s *settledObjects) fit(work string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ordinal := range s.byWork[work] {
-		if int(ordinal) >= n {
-			delete(s.byWork[work], ordinal)
-		}
+	s.fitLocked(work, n)
+}
+
+func (s *settledObjects) fitLocked(work string, n int) []settledApply {
+	records := s.byWork[work]
+	switch {
+	case n == 0:
+		records = nil
+	case n < len(records):
+		records = slices.Clip(records[:n])
+	case n > len(records):
+		records = append(make([]settledApply, 0, n), records...)[:n]
 	}
+	s.byWork[work] = records
+	return records
 }
 
 // forget drops everything kept of work.

@@ -26,6 +26,11 @@ func settledTestObject(rv string) *unstructured.Unstructured {
 	return obj
 }
 
+// watchedAt is the object of settledTestObject as its watch shows it at resourceVersion rv.
+func watchedAt(rv string) *watchedObject {
+	return &watchedObject{namespace: "ns", name: "a", resourceVersion: rv}
+}
+
 // An apply is taken again only for the same work generation, resource, owner, completion and forced
 // hash, and only while the watch shows the object at the version that apply read (or, for an object
 // that did not exist, still missing).
@@ -37,7 +42,7 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 		health: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse}}}
 	s.record("w", key, r)
 
-	if kept, ok := s.lookup("w", 1, key, settledTestObject("7")); !ok {
+	if kept, ok := s.lookup("w", 1, key, watchedAt("7")); !ok {
 		t.Fatal("an unchanged object under the same ask was not taken as settled")
 	} else if kept.result.Object.GetUID() != "uid-a" || kept.result.Object.Object["data"] != nil || len(kept.health) != 1 {
 		t.Errorf("kept %v, want the object's identity without its data, and its health", kept.result.Object.Object)
@@ -45,14 +50,14 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 	for name, tc := range map[string]struct {
 		key     settledKey
 		ordinal int32
-		current metav1.Object
+		current *watchedObject
 	}{
-		"another version on the spoke": {key, 1, settledTestObject("8")},
+		"another version on the spoke": {key, 1, watchedAt("8")},
 		"the object gone":              {key, 1, nil},
-		"another work generation":      {settledKey{generation: 4, resource: cms, owner: "amw-uid"}, 1, settledTestObject("7")},
-		"another owner":                {settledKey{generation: 3, resource: cms, owner: "other"}, 1, settledTestObject("7")},
-		"now completed":                {settledKey{generation: 3, resource: cms, owner: "amw-uid", completed: true}, 1, settledTestObject("7")},
-		"another manifest":             {key, 0, settledTestObject("7")},
+		"another work generation":      {settledKey{generation: 4, resource: cms, owner: "amw-uid"}, 1, watchedAt("7")},
+		"another owner":                {settledKey{generation: 3, resource: cms, owner: "other"}, 1, watchedAt("7")},
+		"now completed":                {settledKey{generation: 3, resource: cms, owner: "amw-uid", completed: true}, 1, watchedAt("7")},
+		"another manifest":             {key, 0, watchedAt("7")},
 	} {
 		if _, ok := s.lookup("w", tc.ordinal, tc.key, tc.current); ok {
 			t.Errorf("%s: taken as settled", name)
@@ -64,16 +69,16 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 	if _, ok := s.lookup("w", 2, key, nil); !ok {
 		t.Error("an object that did not exist and still does not was not taken as settled")
 	}
-	if _, ok := s.lookup("w", 2, key, settledTestObject("9")); ok {
+	if _, ok := s.lookup("w", 2, key, watchedAt("9")); ok {
 		t.Error("an object that did not exist and now does was taken as settled")
 	}
 
-	s.trim("w", 2)
+	s.fit("w", 2)
 	if _, ok := s.lookup("w", 2, key, nil); ok {
 		t.Error("a manifest that left the work was still kept")
 	}
 	s.forget("w")
-	if _, ok := s.lookup("w", 1, key, settledTestObject("7")); ok {
+	if _, ok := s.lookup("w", 1, key, watchedAt("7")); ok {
 		t.Error("a forgotten work was still kept")
 	}
 }
@@ -96,7 +101,7 @@ func TestOnlyAppliesThatSucceededSettle(t *testing.T) {
 		s := newSettledObjects()
 		s.record("w", key, &manifestResult{result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
 		s.record("w", key, r)
-		if _, ok := s.lookup("w", 0, key, settledTestObject("7")); ok {
+		if _, ok := s.lookup("w", 0, key, watchedAt("7")); ok {
 			t.Errorf("%s: kept as settled", name)
 		}
 	}
@@ -109,14 +114,14 @@ func TestAWriteSettlesAtTheVersionItWrote(t *testing.T) {
 	for _, op := range []apply.Operation{apply.Created, apply.Updated} {
 		s := newSettledObjects()
 		s.record("w", key, &manifestResult{result: apply.Result{Operation: op, Object: settledTestObject("7")}})
-		kept, ok := s.lookup("w", 0, key, settledTestObject("7"))
+		kept, ok := s.lookup("w", 0, key, watchedAt("7"))
 		if !ok {
 			t.Fatalf("%s: the object at the version written was not taken as settled", op)
 		}
 		if kept.result.Operation != apply.Unchanged {
 			t.Errorf("%s: taken again as %s, want Unchanged", op, kept.result.Operation)
 		}
-		if _, ok := s.lookup("w", 0, key, settledTestObject("8")); ok {
+		if _, ok := s.lookup("w", 0, key, watchedAt("8")); ok {
 			t.Errorf("%s: taken as settled after the object changed", op)
 		}
 	}
@@ -141,5 +146,41 @@ func TestSettledIdentitiesShareWhatObjectsRepeat(t *testing.T) {
 		if !sameBytes(pair[0], pair[1]) {
 			t.Errorf("%q is kept twice", pair[0])
 		}
+	}
+}
+
+// What is kept of a work's manifests is one list of their length, made before they are applied and
+// filled in whatever order their applies end: no room kept for manifests the work does not have.
+func TestSettledRecordsOfAWorkFitItsManifests(t *testing.T) {
+	key := settledKey{generation: 1}
+	s := newSettledObjects()
+	s.fit("w", 5)
+	for _, ordinal := range []int32{4, 0, 3, 1, 2} {
+		s.record("w", key, &manifestResult{Manifest: workload.Manifest{Ordinal: ordinal},
+			result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
+	}
+	if records := s.byWork["w"]; len(records) != 5 || cap(records) != 5 {
+		t.Errorf("5 manifests kept in a list of length %d, room for %d", len(records), cap(records))
+	}
+	for ordinal := range int32(5) {
+		if _, ok := s.lookup("w", ordinal, key, watchedAt("7")); !ok {
+			t.Errorf("manifest %d was not kept", ordinal)
+		}
+	}
+	s.fit("w", 3)
+	if records := s.byWork["w"]; len(records) != 3 || cap(records) != 3 {
+		t.Errorf("3 manifests kept in a list of length %d, room for %d", len(records), cap(records))
+	}
+	if _, ok := s.lookup("w", 3, key, watchedAt("7")); ok {
+		t.Error("a manifest that left the work was still kept")
+	}
+	if _, ok := s.lookup("w", 2, key, watchedAt("7")); !ok {
+		t.Error("a manifest the work still has was dropped")
+	}
+	// A record beyond the list (a manifest applied before its work's list was fitted) makes room for it.
+	s.record("w", key, &manifestResult{Manifest: workload.Manifest{Ordinal: 6},
+		result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
+	if _, ok := s.lookup("w", 6, key, watchedAt("7")); !ok || cap(s.byWork["w"]) != 7 {
+		t.Errorf("a manifest beyond the list was not kept, or the list holds room for %d, want 7", cap(s.byWork["w"]))
 	}
 }

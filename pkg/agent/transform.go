@@ -9,24 +9,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
-
-	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
-// compactCached is the transform of every informer of the agent: what the caches keep of an object is
-// what the agent reads, held once. Per work the caches hold a ManifestWork, its AppliedManifestWork and
-// the metadata of each applied object, which made most of the agent's memory per work:
+// compactCached is the transform of the agent's informers of ManifestWorks and AppliedManifestWorks:
+// what the caches keep of an object is what the agent reads, held once. (The watches of applied objects
+// keep a watchedObject instead.) Per work the caches hold a ManifestWork and its AppliedManifestWork,
+// which made most of the agent's memory per work:
 //   - managedFields are kept in no cache. The agent never reads them from a cache (its server-side
 //     applies are the API server's to merge), and they are often the largest part of an object's
-//     metadata — of a ManifestWork a kilobyte, and of the metadata of each applied object, most of it.
+//     metadata — of a ManifestWork a kilobyte.
 //   - the strings every work repeats (its conditions' types, reasons and messages, the kinds and
-//     versions of its manifests, the owner of each applied object) are interned: one copy for the
-//     whole agent rather than one per work, per manifest.
+//     versions of its manifests) are interned: one copy for the whole agent rather than one per work,
+//     per manifest.
 //   - the lists of a work and of its AppliedManifestWork are copied to their length: the JSON decoder
 //     grows a list by doubling, so a work of five manifests held room for eight, three times over.
-//   - of an applied object's metadata, the agent reads its name, resourceVersion, deletionTimestamp,
-//     owners and the hash of its last-applied record (objectMeta's callers): the record itself — a copy
-//     of the whole manifest — is kept as its hash, and labels and finalizers are not kept.
 var compactCached cache.TransformFunc = func(obj any) (any, error) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -40,10 +36,6 @@ var compactCached cache.TransformFunc = func(obj any) (any, error) {
 		compactWorkStatus(&o.Status)
 	case *workv1.AppliedManifestWork:
 		o.Status.AppliedResources = compactAppliedResources(o.Status.AppliedResources)
-	case *metav1.PartialObjectMetadata:
-		o.OwnerReferences = compactOwners(o.OwnerReferences)
-		o.Annotations = apply.AppliedHashAnnotations(o.Annotations)
-		o.Labels, o.Finalizers = nil, nil
 	}
 	return obj, nil
 }

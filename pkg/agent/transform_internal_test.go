@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
@@ -132,10 +133,11 @@ func TestCompactCachedFitsAnAppliedManifestWork(t *testing.T) {
 	}
 }
 
-// Of an applied object the agent's watch keeps what the agent reads: its identity, its owners (the
-// objects of one work sharing their owner's strings) and the hash of its last-applied record, not the
-// record (a copy of the whole manifest), its labels or its finalizers.
-func TestCompactCachedKeepsOfAnObjectWhatTheAgentReads(t *testing.T) {
+// Of an applied object the agent's watch keeps what the agent reads: its name, namespace and
+// resourceVersion (what the informer keys and compares by), the AppliedManifestWork that holds it (the
+// objects of one work sharing their owner's strings) and the hash of its last-applied record — not the
+// record (a copy of the whole manifest), its labels, finalizers or other owners.
+func TestWatchedObjectKeepsWhatTheAgentReads(t *testing.T) {
 	record := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"apps"},"spec":{"replicas":3}}`
 	object := func(name string) *metav1.PartialObjectMetadata {
 		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "apps", UID: "u-" + types.UID(name), ResourceVersion: "7",
@@ -143,40 +145,51 @@ func TestCompactCachedKeepsOfAnObjectWhatTheAgentReads(t *testing.T) {
 			Annotations: map[string]string{apply.LastAppliedAnnotation: record, "deployment.kubernetes.io/revision": "2"},
 			Finalizers:  []string{"example.com/keep"},
 		}}
-		data := fmt.Appendf(nil, `[{"apiVersion":"work.open-cluster-management.io/v1","kind":"AppliedManifestWork","name":"hubhash-web","uid":"0b6c7f5e"}]`)
+		data := fmt.Appendf(nil, `[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-1","uid":"9a"},`+
+			`{"apiVersion":"work.open-cluster-management.io/v1","kind":"AppliedManifestWork","name":"hubhash-web","uid":"0b6c7f5e"}]`)
 		if err := json.Unmarshal(data, &m.OwnerReferences); err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	x, y := object("x"), object("y")
-	want := x.DeepCopy()
-	for _, o := range []*metav1.PartialObjectMetadata{x, y} {
-		if _, err := compactCached(o); err != nil {
+	watched := func(m *metav1.PartialObjectMetadata) *watchedObject {
+		t.Helper()
+		out, err := watchedObjectOf(m)
+		if err != nil {
 			t.Fatal(err)
 		}
+		w, ok := out.(*watchedObject)
+		if !ok {
+			t.Fatalf("the watch keeps a %T", out)
+		}
+		return w
 	}
-	if got, want := apply.AppliedHash(x.Annotations), apply.AppliedHash(want.Annotations); got != want || got == "" {
-		t.Errorf("the cached metadata gives the record's hash %q, want %q", got, want)
+	x, y := watched(object("x")), watched(object("y"))
+	want := watchedObject{namespace: "apps", name: "x", resourceVersion: "7",
+		heldBy: appliedWorkOwner{name: "hubhash-web", uid: "0b6c7f5e"}, appliedHash: apply.AppliedHash(map[string]string{apply.LastAppliedAnnotation: record})}
+	if *x != want {
+		t.Errorf("the watch keeps %+v, want %+v", *x, want)
 	}
-	if strings.Contains(fmt.Sprint(x.Annotations), "replicas") || x.Labels != nil || x.Finalizers != nil {
-		t.Errorf("the cached metadata keeps what the agent does not read: %+v", x.ObjectMeta)
-	}
-	x.Annotations, x.Labels, x.Finalizers = want.Annotations, want.Labels, want.Finalizers
-	if !reflect.DeepEqual(x, want) {
-		t.Fatalf("the cached identity or owners differ: %+v, want %+v", x, want)
-	}
-	rx, ry := x.OwnerReferences[0], y.OwnerReferences[0]
-	if !sameBytes(rx.Name, ry.Name) || !sameBytes(string(rx.UID), string(ry.UID)) || !sameBytes(rx.APIVersion, ry.APIVersion) {
+	if !sameBytes(x.heldBy.name, y.heldBy.name) || !sameBytes(string(x.heldBy.uid), string(y.heldBy.uid)) || !sameBytes(x.namespace, y.namespace) {
 		t.Errorf("the owner of two objects is held twice")
 	}
-	// An object without a record (written under ServerSideApply, or by someone else) keeps no annotations.
-	ssa := object("z")
-	delete(ssa.Annotations, apply.LastAppliedAnnotation)
-	if _, err := compactCached(ssa); err != nil {
-		t.Fatal(err)
+	// The informer keys and compares what it keeps by its metadata, and transforms an object again when
+	// it resyncs: the transform must give it back as it is.
+	if key, err := cache.MetaNamespaceKeyFunc(x); err != nil || key != "apps/x" {
+		t.Errorf("the informer keys the kept object as %q (%v), want apps/x", key, err)
 	}
-	if ssa.Annotations != nil {
-		t.Errorf("an object without a record keeps annotations %v", ssa.Annotations)
+	if m, err := meta.Accessor(x); err != nil || m.GetResourceVersion() != "7" {
+		t.Errorf("the informer reads the kept object's resourceVersion as %v (%v), want 7", m, err)
+	}
+	if again, err := watchedObjectOf(x); err != nil || again != any(x) {
+		t.Errorf("transformed again: %v (%v), want the same object", again, err)
+	}
+	// An object without a record (written under ServerSideApply, or by someone else) and without an
+	// AppliedManifestWork among its owners.
+	bare := object("z")
+	delete(bare.Annotations, apply.LastAppliedAnnotation)
+	bare.OwnerReferences = bare.OwnerReferences[:1]
+	if z := watched(bare); z.appliedHash != "" || z.heldBy != (appliedWorkOwner{}) {
+		t.Errorf("an object without a record or holder is kept as %+v", *z)
 	}
 }

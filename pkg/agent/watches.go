@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -147,16 +146,16 @@ func (w *objectWatches) release(work string, old, current []trackedObject) {
 // start runs a metadata informer for one scope until the agent stops or the scope is released.
 func (w *objectWatches) start(s watchScope) *scopeWatch {
 	inf := metadatainformer.NewFilteredMetadataInformer(w.client, s.gvr, s.namespace, 0, cache.Indexers{}, nil).Informer()
-	_ = inf.SetTransform(compactCached) // (refused only once the informer runs)
+	_ = inf.SetTransform(watchedObjectOf) // (refused only once the informer runs)
 	notify := func(obj any) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		m, ok := obj.(metav1.Object)
+		m, ok := obj.(*watchedObject)
 		if !ok {
 			return
 		}
-		key := objectKey{gr: s.gvr.GroupResource(), namespace: m.GetNamespace(), name: m.GetName()}
+		key := objectKey{gr: s.gvr.GroupResource(), namespace: m.namespace, name: m.name}
 		w.mu.Lock()
 		works := slices.Clone(w.byObject[key])
 		w.mu.Unlock()
@@ -167,9 +166,9 @@ func (w *objectWatches) start(s watchScope) *scopeWatch {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: notify,
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(metav1.Object)
-			c, ok2 := cur.(metav1.Object)
-			if ok1 && ok2 && o.GetResourceVersion() == c.GetResourceVersion() {
+			o, ok1 := old.(*watchedObject)
+			c, ok2 := cur.(*watchedObject)
+			if ok1 && ok2 && o.resourceVersion == c.resourceVersion {
 				return
 			}
 			notify(cur)

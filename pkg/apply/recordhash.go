@@ -36,14 +36,3 @@ func AppliedHash(annotations map[string]string) string {
 	}
 	return ""
 }
-
-// AppliedHashAnnotations returns what AppliedHash reads of annotations, the record replaced by its hash:
-// AppliedHash gives the same for both. A cache that keeps objects' metadata to tell whether each was last
-// applied with a given manifest keeps this, not a copy of every manifest.
-func AppliedHashAnnotations(annotations map[string]string) map[string]string {
-	hash := AppliedHash(annotations)
-	if hash == "" {
-		return nil
-	}
-	return map[string]string{LastAppliedRefAnnotation: "/" + hash}
-}
