@@ -35,9 +35,19 @@ type scopeWatch struct {
 	refs int // objects of tracked works in the scope
 }
 
+// trackedObject is an object a work holds: its key and its scope are derived from it, not kept (a work's
+// list of them is kept for as long as the work).
 type trackedObject struct {
-	key   objectKey
-	scope watchScope
+	resource        schema.GroupVersionResource
+	namespace, name string
+}
+
+func (o trackedObject) key() objectKey {
+	return objectKey{gr: o.resource.GroupResource(), namespace: o.namespace, name: o.name}
+}
+
+func (o trackedObject) scope() watchScope {
+	return watchScope{gvr: o.resource, namespace: o.namespace}
 }
 
 type watchScope struct {
@@ -85,24 +95,21 @@ func (w *objectWatches) exists(resource schema.GroupVersionResource, namespace, 
 
 // track records the objects of a work, so that a change to one of them requeues the work.
 func (w *objectWatches) track(work string, results []manifestResult) {
-	var objs []trackedObject
+	objs := make([]trackedObject, 0, len(results)) // of its length: it is kept
 	for i := range results {
 		r := &results[i]
 		if r.result.Resource.Resource == "" {
 			continue
 		}
-		objs = append(objs, trackedObject{
-			key:   objectKey{gr: r.result.Resource.GroupResource(), namespace: r.meta.Namespace, name: r.meta.Name},
-			scope: watchScope{gvr: r.result.Resource, namespace: r.meta.Namespace},
-		})
+		objs = append(objs, trackedObject{resource: r.result.Resource, namespace: r.meta.Namespace, name: r.meta.Name})
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// The new references first, so that a scope the work keeps using is not stopped and restarted.
 	for _, o := range objs {
-		w.watchLocked(o.scope).refs++
-		if !slices.Contains(w.byObject[o.key], work) {
-			w.byObject[o.key] = append(w.byObject[o.key], work)
+		w.watchLocked(o.scope()).refs++
+		if key := o.key(); !slices.Contains(w.byObject[key], work) {
+			w.byObject[key] = append(w.byObject[key], work)
 		}
 	}
 	old := w.byWork[work]
@@ -123,21 +130,21 @@ func (w *objectWatches) forget(work string) {
 func (w *objectWatches) release(work string, old, current []trackedObject) {
 	holds := map[objectKey]bool{}
 	for _, o := range current {
-		holds[o.key] = true
+		holds[o.key()] = true
 	}
 	for _, o := range old {
-		if !holds[o.key] {
-			if rest := slices.DeleteFunc(w.byObject[o.key], func(held string) bool { return held == work }); len(rest) > 0 {
-				w.byObject[o.key] = rest
+		if key := o.key(); !holds[key] {
+			if rest := slices.DeleteFunc(w.byObject[key], func(held string) bool { return held == work }); len(rest) > 0 {
+				w.byObject[key] = rest
 			} else {
-				delete(w.byObject, o.key)
+				delete(w.byObject, key)
 			}
 		}
-		if sw := w.watching[o.scope]; sw != nil {
+		if sw := w.watching[o.scope()]; sw != nil {
 			sw.refs--
 			if sw.refs <= 0 {
 				sw.stop()
-				delete(w.watching, o.scope)
+				delete(w.watching, o.scope())
 			}
 		}
 	}

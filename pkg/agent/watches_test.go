@@ -42,6 +42,13 @@ func TestWatchesFollowTheObjectsWorksHold(t *testing.T) {
 	if refs(cm, "n") != 1 || refs(secret, "n") != 1 {
 		t.Fatalf("references: configmaps %d, secrets %d; want 1 and 1", refs(cm, "n"), refs(secret, "n"))
 	}
+	// What is kept of a work's objects, for as long as the work, holds no room for more.
+	five := []manifestResult{result(secret, "n", "1"), result(secret, "n", "2"), result(secret, "n", "3"), result(secret, "n", "4"), result(secret, "n", "5")}
+	w.track("c", five)
+	if kept := w.byWork["c"]; len(kept) != 5 || cap(kept) != 5 {
+		t.Errorf("a work's 5 objects kept in a list of length %d with room for %d", len(kept), cap(kept))
+	}
+	w.forget("c")
 	w.forget("b")
 	if refs(cm, "n") != -1 {
 		t.Errorf("configmaps in n still watched with no work holding one")
