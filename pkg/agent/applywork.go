@@ -246,7 +246,7 @@ func (c *controller) applySettled(work string, r *manifestResult, key settledKey
 	if !ok {
 		return false
 	}
-	r.result, r.health, r.feedback, r.feedbackErr = kept.result, kept.health, kept.feedback, kept.feedbackErr
+	r.result, r.health, r.feedback, r.feedbackErr = kept.result, kept.health.conditions(), kept.feedback, kept.feedbackErr
 	settledApplies.Inc()
 	return true
 }

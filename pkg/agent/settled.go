@@ -3,6 +3,7 @@ package agent
 import (
 	"slices"
 	"sync"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,7 +53,7 @@ type settledApply struct {
 	exists      bool
 	object      objectIdentity // of an object that exists
 	result      apply.Result   // without its Object: given again from object
-	health      []metav1.Condition
+	health      sharedConditions
 	feedback    []workv1.FeedbackValue
 	feedbackErr error
 }
@@ -64,12 +65,12 @@ type settledApply struct {
 type objectIdentity struct {
 	apiVersion, kind, namespace, name, resourceVersion string
 	uid                                                types.UID
-	owners                                             []metav1.OwnerReference
+	owners                                             sharedOwners
 }
 
 func identityOf(obj *unstructured.Unstructured) objectIdentity {
 	return objectIdentity{apiVersion: intern(obj.GetAPIVersion()), kind: intern(obj.GetKind()), namespace: intern(obj.GetNamespace()),
-		name: obj.GetName(), resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), owners: compactOwners(obj.GetOwnerReferences())}
+		name: obj.GetName(), resourceVersion: obj.GetResourceVersion(), uid: obj.GetUID(), owners: shareOwners(obj.GetOwnerReferences())}
 }
 
 // object is the object of this identity, with nothing else.
@@ -81,7 +82,7 @@ func (id objectIdentity) object() *unstructured.Unstructured {
 	obj.SetNamespace(id.namespace)
 	obj.SetUID(id.uid)
 	obj.SetResourceVersion(id.resourceVersion)
-	obj.SetOwnerReferences(id.owners)
+	obj.SetOwnerReferences(id.owners.references())
 	return obj
 }
 
@@ -127,7 +128,7 @@ func (s *settledObjects) record(work string, key settledKey, r *manifestResult) 
 		key:         key,
 		exists:      r.exists(),
 		result:      r.result,
-		health:      r.health,
+		health:      shareConditions(r.health),
 		feedback:    r.feedback,
 		feedbackErr: r.feedbackErr,
 	}
@@ -197,4 +198,93 @@ func (s *settledObjects) forget(work string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byWork, work)
+}
+
+// What objects repeat is kept once in the settled records, as the caches keep the strings they repeat:
+// the objects of a work have the same owner, and objects of a kind in the same state the same health.
+// unique keeps one copy of each value for as long as a record holds it; a record holds a handle (a
+// pointer) instead of its own copy: 8 bytes rather than a list of its own (the two built-in health
+// conditions are 216 bytes, an owner reference 120).
+
+// sharedConditions is a list of conditions kept once for all records with the same list. Lists of two
+// (the built-in Progressing and Degraded, as nearly every object has) are shared; others (conditionRules
+// add their own) are kept as they are.
+type sharedConditions struct {
+	pair  unique.Handle[[2]metav1.Condition]
+	other []metav1.Condition // when not a pair
+}
+
+func shareConditions(conds []metav1.Condition) sharedConditions {
+	if len(conds) == 2 {
+		return sharedConditions{pair: unique.Make([2]metav1.Condition(conds))}
+	}
+	return sharedConditions{other: conds}
+}
+
+// conditions returns the list: a new one each time, that the caller may keep.
+func (c sharedConditions) conditions() []metav1.Condition {
+	if c.pair != (unique.Handle[[2]metav1.Condition]{}) {
+		pair := c.pair.Value()
+		return pair[:]
+	}
+	return c.other
+}
+
+// sharedOwners is an object's owner references, kept once for all objects with the same owners when an
+// object has one (as the objects of a work do: its AppliedManifestWork).
+type sharedOwners struct {
+	one   unique.Handle[ownerReference]
+	other []metav1.OwnerReference // when not exactly one
+}
+
+// ownerReference is a metav1.OwnerReference by value: comparable, so that unique can keep it.
+type ownerReference struct {
+	apiVersion, kind, name string
+	uid                    types.UID
+	controller, block      optionalBool
+}
+
+type optionalBool uint8
+
+const (
+	unset optionalBool = iota
+	isFalse
+	isTrue
+)
+
+func optional(b *bool) optionalBool {
+	switch {
+	case b == nil:
+		return unset
+	case *b:
+		return isTrue
+	}
+	return isFalse
+}
+
+func (b optionalBool) pointer() *bool {
+	if b == unset {
+		return nil
+	}
+	v := b == isTrue
+	return &v
+}
+
+func shareOwners(refs []metav1.OwnerReference) sharedOwners {
+	if len(refs) != 1 {
+		return sharedOwners{other: compactOwners(refs)}
+	}
+	r := refs[0]
+	return sharedOwners{one: unique.Make(ownerReference{apiVersion: r.APIVersion, kind: r.Kind, name: r.Name, uid: r.UID,
+		controller: optional(r.Controller), block: optional(r.BlockOwnerDeletion)})}
+}
+
+// references returns the owner references: a new list each time, that the caller may keep.
+func (o sharedOwners) references() []metav1.OwnerReference {
+	if o.one == (unique.Handle[ownerReference]{}) {
+		return o.other
+	}
+	r := o.one.Value()
+	return []metav1.OwnerReference{{APIVersion: r.apiVersion, Kind: r.kind, Name: r.name, UID: r.uid,
+		Controller: r.controller.pointer(), BlockOwnerDeletion: r.block.pointer()}}
 }

@@ -3,7 +3,10 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,7 +47,7 @@ func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 
 	if kept, ok := s.lookup("w", 1, key, watchedAt("7")); !ok {
 		t.Fatal("an unchanged object under the same ask was not taken as settled")
-	} else if kept.result.Object.GetUID() != "uid-a" || kept.result.Object.Object["data"] != nil || len(kept.health) != 1 {
+	} else if kept.result.Object.GetUID() != "uid-a" || kept.result.Object.Object["data"] != nil || len(kept.health.conditions()) != 1 {
 		t.Errorf("kept %v, want the object's identity without its data, and its health", kept.result.Object.Object)
 	}
 	for name, tc := range map[string]struct {
@@ -139,13 +142,49 @@ func TestSettledIdentitiesShareWhatObjectsRepeat(t *testing.T) {
 		return obj
 	}
 	x, y := identityOf(decoded("x")), identityOf(decoded("y"))
-	if x.name != "x" || len(x.owners) != 1 || x.owners[0].Name != "hubhash-web" {
-		t.Fatalf("identity %+v", x)
+	if owners := x.owners.references(); x.name != "x" || len(owners) != 1 || owners[0].Name != "hubhash-web" || owners[0].UID != "0b6c7f5e" {
+		t.Fatalf("identity %+v, owners %+v", x, owners)
 	}
-	for _, pair := range [][2]string{{x.kind, y.kind}, {x.namespace, y.namespace}, {x.owners[0].Name, y.owners[0].Name}, {string(x.owners[0].UID), string(y.owners[0].UID)}} {
+	for _, pair := range [][2]string{{x.kind, y.kind}, {x.namespace, y.namespace}} {
 		if !sameBytes(pair[0], pair[1]) {
 			t.Errorf("%q is kept twice", pair[0])
 		}
+	}
+	if x.owners.one != y.owners.one || x.owners.one == (unique.Handle[ownerReference]{}) {
+		t.Errorf("the owner of two objects is kept twice")
+	}
+	// The object rebuilt from what is kept carries its owner as the API server returned it.
+	want := decoded("x").GetOwnerReferences()
+	if got := x.object().GetOwnerReferences(); !reflect.DeepEqual(got, want) {
+		t.Errorf("owners given back %+v, want %+v", got, want)
+	}
+}
+
+// Owner references and health conditions kept once are given back as they were given, pointers and all.
+func TestSharedOwnersAndConditionsGiveBackWhatTheyKept(t *testing.T) {
+	yes, no := true, false
+	for _, refs := range [][]metav1.OwnerReference{
+		nil,
+		{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "9a", Controller: &yes, BlockOwnerDeletion: &no}},
+		{{APIVersion: "v1", Kind: "ConfigMap", Name: "a", UID: "1"}, {APIVersion: "v1", Kind: "ConfigMap", Name: "b", UID: "2", Controller: &no}},
+	} {
+		if got := shareOwners(refs).references(); !reflect.DeepEqual(got, refs) {
+			t.Errorf("owners %+v given back as %+v", refs, got)
+		}
+	}
+	for _, conds := range [][]metav1.Condition{
+		nil,
+		{{Type: "Progressing", Status: metav1.ConditionFalse, Reason: "Current", ObservedGeneration: 2}, {Type: "Degraded", Status: metav1.ConditionFalse, Reason: "Current"}},
+		{{Type: "Progressing"}, {Type: "Degraded"}, {Type: "Ready", Status: metav1.ConditionTrue}},
+	} {
+		kept := shareConditions(conds)
+		if got := kept.conditions(); !reflect.DeepEqual(got, conds) {
+			t.Errorf("conditions %+v given back as %+v", conds, got)
+		}
+	}
+	pair := []metav1.Condition{{Type: "Progressing"}, {Type: "Degraded"}}
+	if a, b := shareConditions(pair), shareConditions(slices.Clone(pair)); a.pair != b.pair {
+		t.Errorf("two equal pairs of conditions are kept twice")
 	}
 }
 
