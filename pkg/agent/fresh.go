@@ -40,8 +40,12 @@ func (f *fresher[T]) pick(cached T) T {
 	return cached
 }
 
-// wrote records that a write turned the object at resourceVersion before into obj.
+// wrote records that a write turned the object at resourceVersion before into obj. obj is kept as the
+// informer would keep it (compactCached, which changes it in place): in a burst of works, a full
+// response (its managedFields, its lists with room to spare) kept for each work until the cache caught
+// up was several megabytes.
 func (f *fresher[T]) wrote(before string, obj T) {
+	_, _ = compactCached(obj)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	older := map[string]bool{before: true}
@@ -51,6 +55,17 @@ func (f *fresher[T]) wrote(before string, obj T) {
 		}
 	}
 	f.m[obj.GetName()] = freshEntry[T]{obj: obj, older: older}
+}
+
+// caughtUp drops what is kept of an object once its informer holds a version the kept copy does not
+// supersede (as pick would on the next reconcile): the cache is right from then on, and a work whose
+// status was written is not reconciled again until its next resync.
+func (f *fresher[T]) caughtUp(cached T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.m[cached.GetName()]; ok && !e.older[cached.GetResourceVersion()] {
+		delete(f.m, cached.GetName())
+	}
 }
 
 // forget drops what is known about name.

@@ -147,6 +147,9 @@ func Start(ctx context.Context, cfg Config) error {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*workv1.ManifestWork)
 			w, ok2 := cur.(*workv1.ManifestWork)
+			if ok2 {
+				c.freshWorks.caughtUp(w)
+			}
 			// Status writes (ours) change neither the generation, the labels (copied to the
 			// AppliedManifestWork) nor the deletion timestamp.
 			if ok1 && ok2 && (o.Generation != w.Generation || !maps.Equal(o.Labels, w.Labels) || (w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
@@ -158,6 +161,11 @@ func Start(ctx context.Context, cfg Config) error {
 		return err
 	}
 	_, err = amws.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, cur any) {
+			if a, ok := cur.(*workv1.AppliedManifestWork); ok {
+				c.freshAMWs.caughtUp(a)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
