@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/internal/benchgoal"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/pkg/agent"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
@@ -70,9 +71,9 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 		rate, plain := objects/elapsed.Seconds(), (plainBefore+plainAfter)/2
 		b.ReportMetric(rate, "objects/s")
 		b.ReportMetric(plain, "plain-client-objects/s")
-		b.ReportMetric(rate/plain, "ratio-to-plain-client")
-		b.ReportMetric(float64(f.spokeWrites.Load()-spoke0)/objects, "spoke-writes/object")
-		b.ReportMetric(float64(f.hubWrites.Load()-hub0)/works, "hub-writes/work")
+		benchgoal.Report(b, rate/plain, "ratio-to-plain-client", benchgoal.AtLeast(0.5))
+		benchgoal.Report(b, float64(f.spokeWrites.Load()-spoke0)/objects, "spoke-writes/object", benchgoal.AtMost(1.05))
+		benchgoal.Report(b, float64(f.hubWrites.Load()-hub0)/works, "hub-writes/work", benchgoal.AtMost(1.2))
 		b.ReportMetric(float64(f.spokeReads.Load()-reads0)/objects, "spoke-reads/object")
 		// Where the processor time of the measured phase went, and the whole machine's per object beside
 		// the plain client's: on a machine of few cores the API servers' share bounds the rate.
@@ -135,9 +136,9 @@ func BenchmarkAgentIdle1000Objects(b *testing.B) {
 			b.Fatal(b.Context().Err())
 		}
 		reads, writes := f.spokeReads.Load()-reads0, f.spokeWrites.Load()-writes0
-		b.ReportMetric(float64(reads+writes), "idle-spoke-requests/min")
-		b.ReportMetric(float64(writes), "idle-spoke-writes/min")
-		b.ReportMetric(float64(f.hubWrites.Load()-hubWrites0), "idle-hub-writes/min")
+		benchgoal.Report(b, float64(reads+writes), "idle-spoke-requests/min", benchgoal.AtMost(10))
+		benchgoal.Report(b, float64(writes), "idle-spoke-writes/min", benchgoal.AtMost(0))
+		benchgoal.Report(b, float64(f.hubWrites.Load()-hubWrites0), "idle-hub-writes/min", benchgoal.AtMost(0))
 		f.stop()
 		b.StartTimer()
 	}

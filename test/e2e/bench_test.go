@@ -20,6 +20,7 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/internal/benchgoal"
 	"github.com/ferry-mc/ferry/internal/fleetsim"
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/shipped"
@@ -89,9 +90,9 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-1000")
 		}
 		b.ReportMetric(float64(atStart.HWM)/(1<<20), "peak-rss-MiB@0works")
-		b.ReportMetric(float64(at200.HWM)/(1<<20), "peak-rss-MiB@200works")
+		benchgoal.Report(b, float64(at200.HWM)/(1<<20), "peak-rss-MiB@200works", benchgoal.AtMost(50))
 		b.ReportMetric(float64(at1000.HWM)/(1<<20), "peak-rss-MiB@1000works")
-		b.ReportMetric((float64(at1000.HWM)-float64(at200.HWM))/1024/800, "KiB/work-200-to-1000")
+		benchgoal.Report(b, (float64(at1000.HWM)-float64(at200.HWM))/1024/800, "KiB/work-200-to-1000", benchgoal.AtMost(28))
 		// Of the resident set at 200 works, the executable's pages mapped from its file and the rest:
 		// the process's own memory.
 		b.ReportMetric(float64(at200.RSSFile)/(1<<20), "file-rss-MiB@200works")
