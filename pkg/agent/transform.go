@@ -18,9 +18,9 @@ import (
 //   - managedFields are kept in no cache. The agent never reads them from a cache (its server-side
 //     applies are the API server's to merge), and they are often the largest part of an object's
 //     metadata — of a ManifestWork a kilobyte.
-//   - the strings every work repeats (its conditions' types, reasons and messages, the kinds and
-//     versions of its manifests) are interned: one copy for the whole agent rather than one per work,
-//     per manifest.
+//   - the strings every work repeats (its namespace and finalizer, its conditions' types, reasons and
+//     messages, the kinds and versions of its manifests, the hub hash of its AppliedManifestWork) are
+//     interned: one copy for the whole agent rather than one per work, per manifest.
 //   - the lists of a work and of its AppliedManifestWork are copied to their length: the JSON decoder
 //     grows a list by doubling, so a work of five manifests held room for eight, three times over.
 var compactCached cache.TransformFunc = func(obj any) (any, error) {
@@ -32,12 +32,27 @@ var compactCached cache.TransformFunc = func(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *workv1.ManifestWork:
+		compactObjectMeta(&o.ObjectMeta)
 		o.Spec.Workload.Manifests = slices.Clone(o.Spec.Workload.Manifests)
 		compactWorkStatus(&o.Status)
 	case *workv1.AppliedManifestWork:
+		compactObjectMeta(&o.ObjectMeta)
+		o.Spec.HubHash, o.Spec.AgentID = intern(o.Spec.HubHash), intern(o.Spec.AgentID)
 		o.Status.AppliedResources = compactAppliedResources(o.Status.AppliedResources)
 	}
 	return obj, nil
+}
+
+// compactObjectMeta interns what the works of a cluster repeat in their metadata: their namespace and
+// finalizers.
+func compactObjectMeta(m *metav1.ObjectMeta) {
+	m.Namespace = intern(m.Namespace)
+	if m.Finalizers != nil {
+		m.Finalizers = slices.Clone(m.Finalizers)
+		for i := range m.Finalizers {
+			m.Finalizers[i] = intern(m.Finalizers[i])
+		}
+	}
 }
 
 // compactWorkStatus interns the repeated strings of a work's status and fits its lists to their length.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -21,7 +22,7 @@ import (
 // status of five manifests and the conditions the agent reports.
 func decodedWork(t *testing.T, name string) *workv1.ManifestWork {
 	t.Helper()
-	w := workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "cluster1",
+	w := workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "cluster1", Finalizers: []string{workv1.ManifestWorkFinalizer},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ferry-agent", Operation: metav1.ManagedFieldsOperationUpdate}}}}
 	applied := func(i int) []metav1.Condition {
 		return []metav1.Condition{
@@ -78,6 +79,8 @@ func TestCompactCachedKeepsWhatAWorkSaysOnce(t *testing.T) {
 		t.Errorf("the manifests hold room for %d of %d", cap(ms), len(ms))
 	}
 	for _, pair := range [][2]string{
+		{a.Namespace, b.Namespace},
+		{a.Finalizers[0], b.Finalizers[0]},
 		{ma[0].Conditions[0].Reason, mb[3].Conditions[0].Reason},
 		{ma[0].Conditions[0].Message, a.Status.Conditions[0].Message},
 		{string(ma[1].Conditions[1].Status), string(mb[2].Conditions[0].Status)},
@@ -104,7 +107,8 @@ func TestCompactCachedKeepsWhatAWorkSaysOnce(t *testing.T) {
 func TestCompactCachedFitsAnAppliedManifestWork(t *testing.T) {
 	var amws [2]*workv1.AppliedManifestWork
 	for i := range amws {
-		amw := workv1.AppliedManifestWork{}
+		amw := workv1.AppliedManifestWork{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("hubhash-w", i), Finalizers: []string{"cluster.open-cluster-management.io/applied-manifest-work-cleanup"}},
+			Spec: workv1.AppliedManifestWorkSpec{HubHash: strings.Repeat("5e", 32), AgentID: "cluster1-agent", ManifestWorkName: fmt.Sprint("w", i)}}
 		for j := range 5 {
 			amw.Status.AppliedResources = append(amw.Status.AppliedResources, workv1.AppliedManifestResourceMeta{
 				ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Namespace: "apps", Name: fmt.Sprint(i, j)}, Version: "v1", UID: "u"})
@@ -127,6 +131,10 @@ func TestCompactCachedFitsAnAppliedManifestWork(t *testing.T) {
 	rs := amws[0].Status.AppliedResources
 	if !reflect.DeepEqual(amws[0], want) || cap(rs) != len(rs) {
 		t.Errorf("the cached AppliedManifestWork differs or holds room for %d of %d: %+v", cap(rs), len(rs), rs)
+	}
+	x, y := amws[0], amws[1]
+	if !sameBytes(x.Spec.HubHash, y.Spec.HubHash) || !sameBytes(x.Spec.AgentID, y.Spec.AgentID) || !sameBytes(x.Finalizers[0], y.Finalizers[0]) {
+		t.Errorf("what every AppliedManifestWork of the agent repeats (hub hash, agent, finalizer) is held twice")
 	}
 	if other := amws[1].Status.AppliedResources[3]; !sameBytes(rs[0].Resource, other.Resource) || !sameBytes(rs[0].Version, other.Version) {
 		t.Errorf("%q is held twice", rs[0].Resource)
