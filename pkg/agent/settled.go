@@ -272,7 +272,7 @@ func (b optionalBool) pointer() *bool {
 
 func shareOwners(refs []metav1.OwnerReference) sharedOwners {
 	if len(refs) != 1 {
-		return sharedOwners{other: compactOwners(refs)}
+		return sharedOwners{other: refs} // (rare: the objects a work applies have one owner, its own)
 	}
 	r := refs[0]
 	return sharedOwners{one: unique.Make(ownerReference{apiVersion: r.APIVersion, kind: r.Kind, name: r.Name, uid: r.UID,

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
 )
@@ -91,17 +90,6 @@ func compactAppliedResources(rs []workv1.AppliedManifestResourceMeta) []workv1.A
 		r.Group, r.Version, r.Resource, r.Namespace = intern(r.Group), intern(r.Version), intern(r.Resource), intern(r.Namespace)
 	}
 	return rs
-}
-
-// compactOwners interns owner references: the objects of one work share their owner, and all of them
-// its kind and apiVersion.
-func compactOwners(refs []metav1.OwnerReference) []metav1.OwnerReference {
-	for i := range refs {
-		r := &refs[i]
-		r.APIVersion, r.Kind, r.Name = intern(r.APIVersion), intern(r.Kind), intern(r.Name)
-		r.UID = types.UID(intern(string(r.UID)))
-	}
-	return refs
 }
 
 // intern returns the one copy of s the agent keeps while anything uses it.
