@@ -501,9 +501,71 @@ func (f *fixture) waitApp(name, what string, check func(*v1alpha2.ApplicationCon
 		if last != nil {
 			status, _ = yaml.Marshal(last.Status)
 		}
-		f.t.Fatalf("AppConfig %s: %s: %v; status:\n%s", name, what, err, status)
+		f.t.Fatalf("AppConfig %s: %s: %v; status:\n%s\nworkloads on the spokes:\n%s", name, what, err, status, f.spokeWorkloads())
 	}
 	return last
+}
+
+// spokeWorkloads says where the workloads of the test's namespace stand on each spoke — Deployments and
+// their pods as kube-controller-manager, kube-scheduler and kwok left them, the nodes' readiness and
+// taints, the namespace's warning events — so that a wait that ran out names the step that stalled.
+func (f *fixture) spokeWorkloads() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var b strings.Builder
+	for _, cluster := range clusters {
+		c := f.spokes[cluster]
+		fmt.Fprintf(&b, "%s:\n", cluster)
+		deployments := &appsv1.DeploymentList{}
+		if err := c.List(ctx, deployments, client.InNamespace(f.ns)); err != nil {
+			fmt.Fprintf(&b, "  Deployments: %v\n", err)
+		}
+		for _, d := range deployments.Items {
+			fmt.Fprintf(&b, "  Deployment %s: generation %d observed %d, replicas %d ready %d available %d",
+				d.Name, d.Generation, d.Status.ObservedGeneration, d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas)
+			for _, c := range d.Status.Conditions {
+				fmt.Fprintf(&b, "; %s=%s %s", c.Type, c.Status, c.Reason)
+			}
+			b.WriteString("\n")
+		}
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(f.ns)); err != nil {
+			fmt.Fprintf(&b, "  Pods: %v\n", err)
+		}
+		for _, p := range pods.Items {
+			fmt.Fprintf(&b, "  Pod %s: node %q, phase %s, created %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.CreationTimestamp.Format(time.TimeOnly))
+			for _, c := range p.Status.Conditions {
+				fmt.Fprintf(&b, "; %s=%s at %s", c.Type, c.Status, c.LastTransitionTime.Format(time.TimeOnly))
+				if c.Message != "" {
+					fmt.Fprintf(&b, " (%s)", c.Message)
+				}
+			}
+			b.WriteString("\n")
+		}
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes); err != nil {
+			fmt.Fprintf(&b, "  Nodes: %v\n", err)
+		}
+		for _, n := range nodes.Items {
+			ready := "unknown"
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady {
+					ready = fmt.Sprintf("%s since %s", c.Status, c.LastTransitionTime.Format(time.TimeOnly))
+				}
+			}
+			fmt.Fprintf(&b, "  Node %s: Ready %s, taints %v\n", n.Name, ready, n.Spec.Taints)
+		}
+		events := &corev1.EventList{}
+		if err := c.List(ctx, events, client.InNamespace(f.ns)); err != nil {
+			fmt.Fprintf(&b, "  Events: %v\n", err)
+		}
+		for _, e := range events.Items {
+			if e.Type == corev1.EventTypeWarning {
+				fmt.Fprintf(&b, "  Warning %s %s/%s: %s (%d times, last %s)\n", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count, e.LastTimestamp.Format(time.TimeOnly))
+			}
+		}
+	}
+	return b.String()
 }
 
 // updateApp changes an AppConfig with fn, retrying on conflicts.
