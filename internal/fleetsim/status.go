@@ -1,7 +1,6 @@
 package fleetsim
 
 import (
-	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,13 +58,7 @@ func Status(w *Work, h Health, now time.Time) workv1.ManifestWorkStatus {
 }
 
 // healthOf is the agent's health evaluator (kstatus, and CEL for conditionRules; safe for concurrent use).
-var healthOf = func() *health.Evaluator {
-	e, err := health.New()
-	if err != nil {
-		panic(fmt.Sprintf("the agent's health evaluator: %v", err)) // its built-in programs compile, or nothing works
-	}
-	return e
-}()
+var healthOf = health.New()
 
 // spokeObject is the object of manifest m as the spoke would hold it, settled (failed: false) or failed.
 // A Deployment carries the status its controller writes: every replica ready and available, or none

@@ -98,12 +98,8 @@ func Start(ctx context.Context, cfg Config) error {
 	works := hubInformers.Work().V1().ManifestWorks()
 	amws := spokeInformers.Work().V1().AppliedManifestWorks()
 
-	evaluator, err := health.New()
-	if err != nil {
-		return err
-	}
 	c := &controller{
-		health:     evaluator,
+		health:     health.New(),
 		cluster:    cfg.ClusterName,
 		hubHash:    HubHash(cfg.Hub.Host),
 		agentID:    cfg.AgentID,

@@ -15,10 +15,14 @@ import (
 )
 
 // programs compiles CEL expressions once each: the same rules are evaluated on every status sync of
-// every work that carries them.
+// every work that carries them. Its CEL environments are built when the first expression is compiled:
+// most clusters' works have no conditionRules and no Jobs or Pods, and the environment (the API
+// server's CEL libraries) is most of a mebibyte the agent would otherwise hold for nothing.
 type programs struct {
-	env    *cel.Env // object
-	msgEnv *cel.Env // object, result
+	envOnce sync.Once
+	env     *cel.Env // object
+	msgEnv  *cel.Env // object, result
+	envErr  error
 
 	mu    sync.Mutex
 	cache map[programKey]compiled
@@ -38,7 +42,12 @@ type compiled struct {
 // and a flood of distinct expressions must not grow the agent without bound).
 const maxCachedPrograms = 1024
 
-func newPrograms() (*programs, error) {
+func newPrograms() *programs {
+	return &programs{cache: map[programKey]compiled{}}
+}
+
+// buildEnvs builds the environments expressions are compiled in.
+func (p *programs) buildEnvs() {
 	// The API server's CEL environment (the libraries CRD validation rules and admission policies
 	// have: lists, regex, URLs, quantities, ...), so a rule written for one works in the other.
 	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
@@ -49,29 +58,34 @@ func newPrograms() (*programs, error) {
 		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), hasConditions},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("CEL environment: %w", err)
+		p.envErr = fmt.Errorf("CEL environment: %w", err)
+		return
 	}
 	msgEnv, err := env.Extend(environment.VersionedOptions{
 		IntroducedVersion: environment.DefaultCompatibilityVersion(),
 		EnvOptions:        []cel.EnvOption{cel.Variable("result", cel.BoolType)},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("CEL environment: %w", err)
+		p.envErr = fmt.Errorf("CEL environment: %w", err)
+		return
 	}
-	p := &programs{cache: map[programKey]compiled{}}
 	if p.env, err = env.Env(environment.StoredExpressions); err != nil {
-		return nil, err
+		p.envErr = fmt.Errorf("CEL environment: %w", err)
+		return
 	}
 	if p.msgEnv, err = msgEnv.Env(environment.StoredExpressions); err != nil {
-		return nil, err
+		p.envErr = fmt.Errorf("CEL environment: %w", err)
 	}
-	return p, nil
 }
 
 // compile returns the program of expression, compiled in the message environment (with result) or
 // not, and the compile error a person reads: the first line of CEL's report, without its code
 // snippet.
 func (p *programs) compile(expression string, message bool) (cel.Program, error) {
+	p.envOnce.Do(p.buildEnvs)
+	if p.envErr != nil {
+		return nil, p.envErr
+	}
 	key := programKey{expression, message}
 	p.mu.Lock()
 	defer p.mu.Unlock()

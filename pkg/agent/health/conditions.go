@@ -27,12 +27,8 @@ type Evaluator struct {
 }
 
 // New returns an Evaluator.
-func New() (*Evaluator, error) {
-	p, err := newPrograms()
-	if err != nil {
-		return nil, err
-	}
-	return &Evaluator{programs: p}, nil
+func New() *Evaluator {
+	return &Evaluator{programs: newPrograms()}
 }
 
 // wellKnownComplete are OCM's WellKnownConditions: when a Job or a Pod is Complete. A failed Job or

@@ -27,11 +27,7 @@ func object(t *testing.T, y string) *unstructured.Unstructured {
 
 func evaluator(t *testing.T) *Evaluator {
 	t.Helper()
-	e, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return New()
 }
 
 type want struct {
@@ -109,6 +105,25 @@ func TestDeploymentHealthFollowsKstatus(t *testing.T) {
 		workv1.ManifestProgressing: {metav1.ConditionTrue, ReasonFailed, "Progress deadline exceeded"},
 		workv1.ManifestDegraded:    {metav1.ConditionTrue, ReasonFailed, "Progress deadline exceeded"},
 	})
+}
+
+// The CEL environments are built by the first expression compiled, not before: an agent whose works
+// carry no conditionRules, Jobs or Pods never holds them.
+func TestCELEnvironmentWaitsForTheFirstExpression(t *testing.T) {
+	e := evaluator(t)
+	e.Conditions(deploymentWith(t, "2", "True", "NewReplicaSetAvailable"), nil, 7)
+	if e.programs.env != nil || e.programs.msgEnv != nil {
+		t.Fatal("the CEL environments were built for a Deployment without conditionRules")
+	}
+	job := object(t, `{apiVersion: batch/v1, kind: Job, metadata: {name: once, namespace: default, generation: 1}, status: {conditions: [{type: Complete, status: "True"}]}}`)
+	check(t, e.Conditions(job, nil, 7), map[string]want{
+		workv1.ManifestProgressing: {metav1.ConditionFalse, ReasonCurrent, ""},
+		workv1.ManifestDegraded:    {metav1.ConditionFalse, ReasonCurrent, ""},
+		workv1.ManifestComplete:    {metav1.ConditionTrue, workv1.ConditionRuleEvaluated, "Job is finished"},
+	})
+	if e.programs.env == nil || e.programs.msgEnv == nil {
+		t.Fatal("a Job's Complete was evaluated without the CEL environments")
+	}
 }
 
 // A Job is Complete once it finished, and Degraded when it failed; a Pod is Complete in a final
