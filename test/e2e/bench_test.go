@@ -46,10 +46,10 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 		if b.Failed() {
 			b.FailNow()
 		}
-		// With FERRY_BENCH_PROFILE_DIR set, the agent serves its profiles, and its heap at 200 and at 1,000
-		// works is written there (agent-heap-200.pprof, agent-heap-1000.pprof: read with go tool pprof,
-		// -base the first to see what the further works hold; the .txt beside each ends with the runtime's
-		// MemStats).
+		// With FERRY_BENCH_PROFILE_DIR set, the agent serves its profiles, and its heap before the first
+		// work, at 200 and at 1,000 works is written there (agent-heap-0.pprof, agent-heap-200.pprof,
+		// agent-heap-1000.pprof: read with go tool pprof, -base an earlier one to see what the works in
+		// between hold; the .txt beside each ends with the runtime's MemStats).
 		profileDir := os.Getenv("FERRY_BENCH_PROFILE_DIR")
 		var overrides []shipped.Override
 		var pprofAddr string
@@ -75,6 +75,9 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 			return s
 		}
 		atStart := read()
+		if profileDir != "" {
+			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-0")
+		}
 		b.StartTimer()
 		createMemoryWorks(b, works, 0, 200)
 		b.StopTimer()
