@@ -16,8 +16,9 @@ import (
 
 // programs compiles CEL expressions once each: the same rules are evaluated on every status sync of
 // every work that carries them. Its CEL environments are built when the first expression is compiled:
-// most clusters' works have no conditionRules and no Jobs or Pods, and the environment (the API
-// server's CEL libraries) is most of a mebibyte the agent would otherwise hold for nothing.
+// most clusters' works have no conditionRules and no Jobs or Pods, and the environments (the API
+// server's CEL libraries) are a quarter of a megabyte of heap the agent would otherwise hold for
+// nothing.
 type programs struct {
 	envOnce sync.Once
 	env     *cel.Env // object
@@ -46,43 +47,42 @@ func newPrograms() *programs {
 	return &programs{cache: map[programKey]compiled{}}
 }
 
-// buildEnvs builds the environments expressions are compiled in.
-func (p *programs) buildEnvs() {
+// buildEnvs builds the environments expressions are compiled in: with object, and with object and
+// result (for messageExpressions).
+func buildEnvs() (env, msgEnv *cel.Env, err error) {
 	// The API server's CEL environment (the libraries CRD validation rules and admission policies
 	// have: lists, regex, URLs, quantities, ...), so a rule written for one works in the other.
 	base := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	hasConditions := cel.Function("hasConditions", cel.Overload("status_has_conditions",
 		[]*cel.Type{cel.DynType}, cel.BoolType, cel.UnaryBinding(hasConditions)))
-	env, err := base.Extend(environment.VersionedOptions{
+	objectSet, err := base.Extend(environment.VersionedOptions{
 		IntroducedVersion: environment.DefaultCompatibilityVersion(),
 		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), hasConditions},
 	})
 	if err != nil {
-		p.envErr = fmt.Errorf("CEL environment: %w", err)
-		return
+		return nil, nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	msgEnv, err := env.Extend(environment.VersionedOptions{
+	resultSet, err := objectSet.Extend(environment.VersionedOptions{
 		IntroducedVersion: environment.DefaultCompatibilityVersion(),
 		EnvOptions:        []cel.EnvOption{cel.Variable("result", cel.BoolType)},
 	})
 	if err != nil {
-		p.envErr = fmt.Errorf("CEL environment: %w", err)
-		return
+		return nil, nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	if p.env, err = env.Env(environment.StoredExpressions); err != nil {
-		p.envErr = fmt.Errorf("CEL environment: %w", err)
-		return
+	if env, err = objectSet.Env(environment.StoredExpressions); err != nil {
+		return nil, nil, fmt.Errorf("CEL environment: %w", err)
 	}
-	if p.msgEnv, err = msgEnv.Env(environment.StoredExpressions); err != nil {
-		p.envErr = fmt.Errorf("CEL environment: %w", err)
+	if msgEnv, err = resultSet.Env(environment.StoredExpressions); err != nil {
+		return nil, nil, fmt.Errorf("CEL environment: %w", err)
 	}
+	return env, msgEnv, nil
 }
 
 // compile returns the program of expression, compiled in the message environment (with result) or
 // not, and the compile error a person reads: the first line of CEL's report, without its code
 // snippet.
 func (p *programs) compile(expression string, message bool) (cel.Program, error) {
-	p.envOnce.Do(p.buildEnvs)
+	p.envOnce.Do(func() { p.env, p.msgEnv, p.envErr = buildEnvs() })
 	if p.envErr != nil {
 		return nil, p.envErr
 	}
