@@ -58,15 +58,9 @@ func (f *fresher[T]) wrote(before string, obj T) {
 }
 
 // caughtUp drops what is kept of an object once its informer holds a version the kept copy does not
-// supersede (as pick would on the next reconcile): the cache is right from then on, and a work whose
-// status was written is not reconciled again until its next resync.
-func (f *fresher[T]) caughtUp(cached T) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if e, ok := f.m[cached.GetName()]; ok && !e.older[cached.GetResourceVersion()] {
-		delete(f.m, cached.GetName())
-	}
-}
+// supersede — pick's rule, applied at the informer's event rather than at the next reconcile: a work
+// whose status was written is not reconciled again until its next resync.
+func (f *fresher[T]) caughtUp(cached T) { f.pick(cached) }
 
 // forget drops what is known about name.
 func (f *fresher[T]) forget(name string) {
