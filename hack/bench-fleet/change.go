@@ -25,10 +25,10 @@ func (b *bench) changeComponent(ctx context.Context) error {
 	start := time.Now()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		c := &v1alpha2.Component{}
-		if err := b.client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: componentName(0)}, c); err != nil {
+		if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: componentName(0)}, c); err != nil {
 			return err
 		}
-		c.Spec.Workload = component(0, changedImage).Spec.Workload
+		c.Spec.Workload = component(b.o.appNamespace(0), 0, changedImage).Spec.Workload
 		return b.client.Update(ctx, c)
 	})
 	if err != nil {

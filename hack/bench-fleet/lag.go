@@ -20,7 +20,7 @@ func (b *bench) lagWorks() ([]*fleetsim.Work, error) {
 		if a < b.o.lagWrites%m {
 			k++
 		}
-		name := hub.ManifestWorkName(appConfig(a))
+		name := hub.ManifestWorkName(appConfig(b.o.appNamespace(a), a))
 		for j := range k {
 			cluster := b.clusters[j*n/k]
 			w, ok := b.tracker.Get(cluster, name)

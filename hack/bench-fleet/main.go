@@ -1,6 +1,7 @@
 // Command bench-fleet measures ferry-hub against a simulated fleet (`make bench-fleet`): it starts a
-// local hub (etcd and kube-apiserver, no spokes), registers N ManagedClusters, runs ferry-hub as
-// deploy/hub ships it, places M AppConfigs on every cluster, and plays every cluster's agent by
+// local hub (etcd and kube-apiserver, no spokes), registers N ManagedClusters, binds ManagedClusterSets
+// that hold them all to the AppConfigs' namespaces, runs ferry-hub as deploy/hub ships it, places M
+// AppConfigs on every cluster, and plays every cluster's agent by
 // writing ManifestWork status as ferry-agent does. It reports how long the N×M ManifestWorks take to
 // be written, how long the AppConfig summaries take to show status writes at a given rate, what a
 // Component change rewrites, how large an AppConfig grows, and ferry-hub's memory, processor time and
@@ -45,6 +46,12 @@ type options struct {
 	keep             bool
 	pprofAddress     string
 	rollout          bool
+	// clusterSets (--cluster-sets) is how many exclusive ManagedClusterSets the clusters are spread
+	// over; 0: one set of every cluster, global.
+	clusterSets int
+	// appConfigNamespaces (--appconfig-namespaces): each AppConfig and its Component in a namespace of
+	// its own.
+	appConfigNamespaces bool
 }
 
 func main() {
@@ -64,9 +71,12 @@ func newCommand() *cobra.Command {
 		Short: "Measure ferry-hub against a simulated fleet of managed clusters",
 		Long: `bench-fleet starts a local hub (no spokes), registers --clusters ManagedClusters, runs ferry-hub
 as deploy/hub ships it, places --appconfigs AppConfigs on every cluster, and writes every ManifestWork's
-status as ferry-agent would. With --rollout it then sets spec.rollout on every AppConfig and rolls a
-change of every Component out in stages, failing it in the second. It prints a table and writes the
-figures as JSON (--json). bench-fleet sweep-table prints several runs' JSON as one table.`,
+status as ferry-agent would. Every AppConfig namespace has the ManagedClusterSets bound that hold
+every cluster (OCM's tenancy): global, or with --cluster-sets N exclusive sets the clusters are
+spread over; --appconfig-namespaces puts each AppConfig in a namespace of its own. With --rollout it
+then sets spec.rollout on every AppConfig and rolls a change of every Component out in stages,
+failing it in the second. It prints a table and writes the figures as JSON (--json). bench-fleet
+sweep-table prints several runs' JSON as one table.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -104,6 +114,11 @@ figures as JSON (--json). bench-fleet sweep-table prints several runs' JSON as o
 	f.BoolVar(&o.rollout, "rollout", false, "then roll a change of every Component out progressively (stages of 1 % and 10 % of the clusters, the rest after; "+
 		"rollback on failure) with 3 clusters of the second stage reporting it Degraded, the agents answering at --initial-status-rate: "+
 		"clusters changed out of stage, time to halt, time to roll back, hub writes")
+	f.IntVar(&o.clusterSets, "cluster-sets", 0, "spread the clusters round-robin over this many ManagedClusterSets of selector type ExclusiveClusterSetLabel "+
+		"(label cluster.open-cluster-management.io/clusterset=fleet-set-<k> at registration) and bind every one of them in every AppConfig namespace; "+
+		"0: one set, global (LabelSelector {}: every cluster), bound in every AppConfig namespace. Either way every AppConfig reaches every cluster")
+	f.BoolVar(&o.appConfigNamespaces, "appconfig-namespaces", false, "put each AppConfig and its Component in a namespace of its own, "+namespace+"-<i>, "+
+		"instead of all in "+namespace+" (each namespace gets the bindings of every set)")
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
 	// bench-fleet sweep-table FILE...: several runs' figures side by side (make bench-fleet FLEET_SWEEP=...).
 	cmd.AddCommand(newSweepTableCommand())
@@ -123,6 +138,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--lag-writes %d: want at least 1", o.lagWrites)
 	case o.hubShards < 1:
 		return fmt.Errorf("--hub-shards %d: want at least 1", o.hubShards)
+	case o.clusterSets < 0 || o.clusterSets > o.clusters:
+		return fmt.Errorf("--cluster-sets %d: want 0 (the global set) to --clusters (%d), so that no set is empty", o.clusterSets, o.clusters)
 	case o.rollout && o.clusters < 2:
 		return fmt.Errorf("--rollout with --clusters %d: want at least 2, for a second stage to fail in", o.clusters)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
 	"github.com/ferry-mc/ferry/internal/childproc"
 	"github.com/ferry-mc/ferry/internal/fleetsim"
@@ -30,7 +31,8 @@ func repoRoot() string {
 // every AppConfig reported, each lag write seen, exactly app-0's works rewritten by the Component
 // change, ferry-hub's memory and writes sampled — and the rollout (stages of 1 and 4 of the 40
 // clusters, then the rest; 3 of the second stage failing) halts and rolls back with no cluster
-// changed out of its turn.
+// changed out of its turn. The AppConfigs are each in a namespace of their own and the clusters spread
+// over 4 exclusive sets, all bound in each: the mode with the most to keep apart.
 func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	dir := t.TempDir()
 	build := gobuild.Command(t.Context(), repoRoot(), filepath.Join(dir, "ferry-hub"), "./cmd/hub")
@@ -39,6 +41,7 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	}
 	o := &options{
 		clusters: 40, appConfigs: 2, statusRate: 50, initialRate: 200, lagWrites: 6, agentConcurrency: 8, registerParallel: 8, rollout: true,
+		clusterSets: 4, appConfigNamespaces: true,
 		hubBinary: filepath.Join(dir, "ferry-hub"), hubArgs: []string{"--workers=4"}, hubShards: 1,
 		deployDir: filepath.Join(repoRoot(), "deploy"), tempDir: dir,
 		// In a directory that does not exist yet, as .local/ on a clean clone.
@@ -61,6 +64,9 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	}
 	if r.Error != "" {
 		t.Fatalf("the run reports an error: %s", r.Error)
+	}
+	if c := r.Config; c.ClusterSets != 4 || !c.AppConfigNamespaces || !strings.Contains(c.Tenancy, "4 ManagedClusterSets") {
+		t.Errorf("config %+v; want the run labelled with its 4 sets and namespaces of their own", c)
 	}
 	if r.Works == nil || r.Works.Count != 80 || r.Works.Seconds <= 0 {
 		t.Errorf("works %+v; want 80 written in a measured time", r.Works)
@@ -219,6 +225,103 @@ func TestHubArgs(t *testing.T) {
 	for _, bad := range []string{"workers=20", "-w", "--=x"} {
 		if _, err := hubArgOverrides([]string{bad}); err == nil {
 			t.Errorf("--hub-arg %q accepted", bad)
+		}
+	}
+}
+
+// Without flags every AppConfig is in fleet-bench with the global set bound there; with
+// --appconfig-namespaces each is in a namespace of its own, and with --cluster-sets N the global set
+// gives way to N exclusive ones, every one bound in every AppConfig namespace.
+func TestTenancyModes(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		o             options
+		namespaces    []string
+		watched       string
+		sets          []string
+		setType       clusterv1beta2.SelectorType
+		tenancy, mode string
+	}{
+		{name: "default", o: options{clusters: 200, appConfigs: 3},
+			namespaces: []string{"fleet-bench"}, watched: "fleet-bench", sets: []string{"global"}, setType: clusterv1beta2.LabelSelector,
+			tenancy: "every AppConfig in namespace fleet-bench; ManagedClusterSet global (LabelSelector {}: every cluster) bound there: 1 binding",
+			mode:    "global set, one namespace"},
+		{name: "namespaces", o: options{clusters: 200, appConfigs: 3, appConfigNamespaces: true},
+			namespaces: []string{"fleet-bench-0", "fleet-bench-1", "fleet-bench-2"}, watched: "", sets: []string{"global"}, setType: clusterv1beta2.LabelSelector,
+			tenancy: "each AppConfig with its Component in a namespace of its own (fleet-bench-<i>); ManagedClusterSet global (LabelSelector {}: every cluster) bound in each: 3 bindings",
+			mode:    "global set, a namespace per AppConfig"},
+		{name: "sets and namespaces", o: options{clusters: 200, appConfigs: 3, clusterSets: 3, appConfigNamespaces: true},
+			namespaces: []string{"fleet-bench-0", "fleet-bench-1", "fleet-bench-2"}, watched: "",
+			sets: []string{"fleet-set-000", "fleet-set-001", "fleet-set-002"}, setType: clusterv1beta2.ExclusiveClusterSetLabel,
+			tenancy: "each AppConfig with its Component in a namespace of its own (fleet-bench-<i>); 3 ManagedClusterSets (ExclusiveClusterSetLabel, 66-67 clusters each, round-robin) bound in each: 9 bindings",
+			mode:    "3 exclusive sets, a namespace per AppConfig"},
+		{name: "sets in one namespace", o: options{clusters: 200, appConfigs: 3, clusterSets: 10},
+			namespaces: []string{"fleet-bench"}, watched: "fleet-bench", sets: fleetsim.ClusterSetNames("", 10), setType: clusterv1beta2.ExclusiveClusterSetLabel,
+			tenancy: "every AppConfig in namespace fleet-bench; 10 ManagedClusterSets (ExclusiveClusterSetLabel, 20 clusters each, round-robin) bound there: 10 bindings",
+			mode:    "10 exclusive sets, one namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o
+			if got := o.appNamespaces(); !slices.Equal(got, tc.namespaces) {
+				t.Errorf("namespaces %v, want %v", got, tc.namespaces)
+			}
+			for i := range o.appConfigs {
+				if ns := o.appNamespace(i); !slices.Contains(tc.namespaces, ns) || (o.appConfigNamespaces && ns != tc.namespaces[i]) {
+					t.Errorf("AppConfig %d in namespace %s; want it among %v, its own with --appconfig-namespaces", i, ns, tc.namespaces)
+				}
+				if app, c := appConfig(o.appNamespace(i), i), component(o.appNamespace(i), i, image); app.Namespace != c.Namespace || app.Namespace != o.appNamespace(i) {
+					t.Errorf("AppConfig %d in %s, its Component in %s; want both in %s", i, app.Namespace, c.Namespace, o.appNamespace(i))
+				}
+			}
+			if got := o.watchedNamespace(); got != tc.watched {
+				t.Errorf("watched namespace %q, want %q", got, tc.watched)
+			}
+			var names []string
+			for _, s := range o.sets() {
+				names = append(names, s.Name)
+				if sel := s.Spec.ClusterSelector; sel.SelectorType != tc.setType ||
+					(tc.setType == clusterv1beta2.LabelSelector && (sel.LabelSelector == nil || len(sel.LabelSelector.MatchLabels)+len(sel.LabelSelector.MatchExpressions) > 0)) {
+					t.Errorf("set %s selects by %+v; want %s (an empty label selector for global)", s.Name, sel, tc.setType)
+				}
+			}
+			if !slices.Equal(names, tc.sets) {
+				t.Errorf("sets %v, want %v", names, tc.sets)
+			}
+			if o.clusterSets > 0 && !slices.Equal(o.setNames(), tc.sets) || o.clusterSets == 0 && o.setNames() != nil {
+				t.Errorf("the clusters are spread over %v; want %v with --cluster-sets, none without", o.setNames(), tc.sets)
+			}
+			if got := o.tenancy(); got != tc.tenancy {
+				t.Errorf("tenancy\n%s\nwant\n%s", got, tc.tenancy)
+			}
+			r := newResult(&o)
+			if got := r.Config.tenancyMode(); got != tc.mode || r.Config.ClusterSets != o.clusterSets || r.Config.AppConfigNamespaces != o.appConfigNamespaces {
+				t.Errorf("result config %+v, mode %q; want the flags and mode %q", r.Config, got, tc.mode)
+			}
+			var table strings.Builder
+			if err := r.writeTable(&table); err != nil || !strings.Contains(table.String(), "\ntenancy: "+tc.tenancy+"\n") {
+				t.Errorf("the table's header does not say the tenancy (%v):\n%s", err, table.String())
+			}
+		})
+	}
+	if mode := (Config{Clusters: 100}).tenancyMode(); mode != "" {
+		t.Errorf("a run from before the sets has mode %q, want none", mode)
+	}
+}
+
+// --cluster-sets leaves no set empty and takes no negative count.
+func TestClusterSetsValidated(t *testing.T) {
+	valid := func(sets int) error {
+		o := &options{clusters: 10, appConfigs: 2, statusRate: 1, initialRate: 1, lagWrites: 1, hubShards: 1, clusterSets: sets}
+		return o.validate()
+	}
+	for _, ok := range []int{0, 1, 10} {
+		if err := valid(ok); err != nil {
+			t.Errorf("--cluster-sets %d with 10 clusters: %v", ok, err)
+		}
+	}
+	for _, bad := range []int{-1, 11} {
+		if err := valid(bad); err == nil {
+			t.Errorf("--cluster-sets %d with 10 clusters accepted", bad)
 		}
 	}
 }

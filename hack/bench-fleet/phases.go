@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/internal/fleetsim"
@@ -20,7 +18,8 @@ import (
 
 func (b *bench) register(ctx context.Context) error {
 	start := time.Now()
-	names, err := fleetsim.RegisterClusters(ctx, b.admin, fleetsim.ClusterOptions{Count: b.o.clusters, Concurrency: b.o.registerParallel})
+	names, err := fleetsim.RegisterClusters(ctx, b.admin, fleetsim.ClusterOptions{Count: b.o.clusters, Concurrency: b.o.registerParallel,
+		ClusterSets: b.o.setNames()})
 	if err != nil {
 		return err
 	}
@@ -29,18 +28,26 @@ func (b *bench) register(ctx context.Context) error {
 	return nil
 }
 
-// createComponents creates web-0 … web-<M-1> and waits for the hub to record a revision of each, so
-// that the AppConfigs find them rendered.
+// bindClusterSets creates the AppConfigs' namespaces and the ManagedClusterSets (global, or
+// --cluster-sets exclusive ones), and binds every set in every one of the namespaces, so that every
+// AppConfig reaches every cluster. A ferry-hub that ignores sets and bindings is not affected.
+func (b *bench) bindClusterSets(ctx context.Context) error {
+	return fleetsim.BindClusterSets(ctx, b.admin, b.o.sets(), b.o.appNamespaces(), 16)
+}
+
+// createComponents creates web-0 … web-<M-1> (each in its AppConfig's namespace, which
+// bindClusterSets made) and waits for the hub to record a revision of each, so that the AppConfigs
+// find them rendered.
 func (b *bench) createComponents(ctx context.Context) error {
-	if err := b.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", namespace, err)
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
+	want := map[types.NamespacedName]bool{}
 	for i := range b.o.appConfigs {
+		c := component(b.o.appNamespace(i), i, image)
+		want[client.ObjectKeyFromObject(c)] = true
 		g.Go(func() error {
-			if err := b.client.Create(gctx, component(i, image)); err != nil {
-				return fmt.Errorf("create Component %s: %w", componentName(i), err)
+			if err := b.client.Create(gctx, c); err != nil {
+				return fmt.Errorf("create Component %s/%s: %w", c.Namespace, c.Name, err)
 			}
 			return nil
 		})
@@ -53,12 +60,12 @@ func (b *bench) createComponents(ctx context.Context) error {
 		func() string { return fmt.Sprintf("%d of %d Components have one", revised, b.o.appConfigs) },
 		func(ctx context.Context) (bool, error) {
 			list := &v1alpha2.ComponentList{}
-			if err := b.client.List(ctx, list, &client.ListOptions{Namespace: namespace}); err != nil {
+			if err := b.client.List(ctx, list, &client.ListOptions{Namespace: b.o.watchedNamespace()}); err != nil {
 				return false, err
 			}
 			revised = 0
 			for _, c := range list.Items {
-				if c.Status.LatestRevision != nil {
+				if want[client.ObjectKeyFromObject(&c)] && c.Status.LatestRevision != nil {
 					revised++
 				}
 			}
@@ -75,8 +82,9 @@ func (b *bench) writeWorks(ctx context.Context) error {
 	g.SetLimit(16)
 	for i := range b.o.appConfigs {
 		g.Go(func() error {
-			if err := b.client.Create(gctx, appConfig(i)); err != nil {
-				return fmt.Errorf("create AppConfig %s: %w", appName(i), err)
+			app := appConfig(b.o.appNamespace(i), i)
+			if err := b.client.Create(gctx, app); err != nil {
+				return fmt.Errorf("create AppConfig %s/%s: %w", app.Namespace, app.Name, err)
 			}
 			return nil
 		})
@@ -91,17 +99,18 @@ func (b *bench) writeWorks(ctx context.Context) error {
 		return err
 	}
 	works := b.tracker.Works()
-	perApp := map[string]int{}
+	perApp := map[string]int{} // by the AppConfig's namespace/name
 	var last time.Time
 	for _, w := range works {
-		perApp[w.Labels[hub.LabelAppConfigName]]++
+		perApp[w.Labels[hub.LabelAppConfigNamespace]+"/"+w.Labels[hub.LabelAppConfigName]]++
 		if w.Seen.After(last) {
 			last = w.Seen
 		}
 	}
 	for i := range b.o.appConfigs {
-		if n := perApp[appName(i)]; n != b.o.clusters {
-			return fmt.Errorf("AppConfig %s has %d ManifestWorks, want one on each of the %d clusters (works by AppConfig: %v)", appName(i), n, b.o.clusters, perApp)
+		app := b.o.appNamespace(i) + "/" + appName(i)
+		if n := perApp[app]; n != b.o.clusters {
+			return fmt.Errorf("AppConfig %s has %d ManifestWorks, want one on each of the %d clusters (works by AppConfig: %v)", app, n, b.o.clusters, perApp)
 		}
 	}
 	writes1 := hubWrites(ctx, b.hubs)
@@ -195,7 +204,7 @@ func (b *bench) measureAppConfigs(ctx context.Context) error {
 	var sizes []SizeResult
 	for i := range b.o.appConfigs {
 		raw, err := b.kube.CoreV1().RESTClient().Get().
-			AbsPath("/apis", v1alpha2.SchemeGroupVersion.Group, v1alpha2.SchemeGroupVersion.Version, "namespaces", namespace, "applicationconfigurations", appName(i)).
+			AbsPath("/apis", v1alpha2.SchemeGroupVersion.Group, v1alpha2.SchemeGroupVersion.Version, "namespaces", b.o.appNamespace(i), "applicationconfigurations", appName(i)).
 			DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("get AppConfig %s: %w", appName(i), err)

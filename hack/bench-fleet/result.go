@@ -62,6 +62,13 @@ type Config struct {
 	HubArgs           []string `json:"hubArgs,omitempty"`
 	HubShards         int      `json:"hubShards"`
 	Rollout           bool     `json:"rollout,omitempty"`
+	// ClusterSets is --cluster-sets: the exclusive ManagedClusterSets the clusters are spread over;
+	// 0 is the one set global. AppConfigNamespaces is --appconfig-namespaces: each AppConfig in a
+	// namespace of its own. Tenancy says both in words (empty in runs from before the benchmark bound
+	// sets at all).
+	ClusterSets         int    `json:"clusterSets"`
+	AppConfigNamespaces bool   `json:"appConfigNamespaces"`
+	Tenancy             string `json:"tenancy,omitempty"`
 }
 
 type RegisterResult struct {
@@ -234,6 +241,7 @@ func newResult(o *options) *Result {
 	return &Result{Machine: machine(), Config: Config{
 		Clusters: o.clusters, AppConfigs: o.appConfigs, Works: o.clusters * o.appConfigs, StatusRate: o.statusRate,
 		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards, Rollout: o.rollout,
+		ClusterSets: o.clusterSets, AppConfigNamespaces: o.appConfigNamespaces, Tenancy: o.tenancy(),
 	}}
 }
 

@@ -156,7 +156,7 @@ func (b *bench) setRollout(ctx context.Context) error {
 		g.Go(func() error {
 			app := &v1alpha2.ApplicationConfiguration{}
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				if err := b.client.Get(gctx, types.NamespacedName{Namespace: namespace, Name: appName(i)}, app); err != nil {
+				if err := b.client.Get(gctx, types.NamespacedName{Namespace: b.o.appNamespace(i), Name: appName(i)}, app); err != nil {
 					return err
 				}
 				app.Spec.Rollout = rolloutSpec()
@@ -208,7 +208,7 @@ func (b *bench) setRollout(ctx context.Context) error {
 		for _, o := range b.apps.History(app) {
 			if complete(i, o) {
 				last = later(last, o.At)
-				if o.Rollout.Revision != hub.AppRevisionName(appConfig(i), after[app]) {
+				if o.Rollout.Revision != hub.AppRevisionName(appConfig(b.o.appNamespace(i), i), after[app]) {
 					return fmt.Errorf("AppConfig %s shows revision %s Complete, but its works carry %s", app, o.Rollout.Revision, after[app])
 				}
 				break
@@ -318,10 +318,10 @@ func (b *bench) rollout(ctx context.Context) error {
 		g.Go(func() error {
 			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 				c := &v1alpha2.Component{}
-				if err := b.client.Get(gctx, types.NamespacedName{Namespace: namespace, Name: componentName(i)}, c); err != nil {
+				if err := b.client.Get(gctx, types.NamespacedName{Namespace: b.o.appNamespace(i), Name: componentName(i)}, c); err != nil {
 					return err
 				}
-				c.Spec.Workload = component(i, rolloutImage).Spec.Workload
+				c.Spec.Workload = component(b.o.appNamespace(i), i, rolloutImage).Spec.Workload
 				return b.client.Update(gctx, c)
 			})
 			if err != nil {
@@ -335,7 +335,7 @@ func (b *bench) rollout(ctx context.Context) error {
 	}
 	// The rollout of another revision than the stable one, in the AppConfig's status.
 	rolling := func(i int, o fleetsim.Observation) bool {
-		return o.Rollout.Revision != "" && o.Rollout.Revision != hub.AppRevisionName(appConfig(i), stable[appName(i)])
+		return o.Rollout.Revision != "" && o.Rollout.Revision != hub.AppRevisionName(appConfig(b.o.appNamespace(i), i), stable[appName(i)])
 	}
 	halted := func(i int, o fleetsim.Observation) bool {
 		return rolling(i, o) && (o.Rollout.Halted || o.Rollout.Phase == v1alpha2.RolloutRollingBack || o.Rollout.Phase == v1alpha2.RolloutRolledBack)

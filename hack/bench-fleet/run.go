@@ -136,6 +136,11 @@ func (b *bench) run(ctx context.Context) error {
 	if err := b.phase(ctx, "register clusters", b.register); err != nil {
 		return err
 	}
+	// Before ferry-hub starts and before any AppConfig exists: a hub that holds AppConfigs to their
+	// namespaces' bindings delivers from the first.
+	if err := b.phase(ctx, "bind cluster sets", b.bindClusterSets); err != nil {
+		return err
+	}
 	// Both watches run from before the hub writes anything, so that they see every change.
 	if err := b.tracker.Start(watching); err != nil {
 		return err
@@ -198,7 +203,7 @@ func (b *bench) clients() error {
 	if b.tracker, err = fleetsim.NewWorkTracker(b.workAPI); err != nil {
 		return err
 	}
-	b.apps, err = fleetsim.NewAppConfigWatcher(b.client, namespace)
+	b.apps, err = fleetsim.NewAppConfigWatcher(b.client, b.o.watchedNamespace())
 	return err
 }
 

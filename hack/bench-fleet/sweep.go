@@ -99,7 +99,7 @@ func writeSweepTable(w io.Writer, runs []sweepRun) error {
 		return a.Run - b.Run
 	})
 
-	var appConfigs, rates []string
+	var appConfigs, rates, tenancies []string
 	for _, r := range runs {
 		if r.Result == nil {
 			continue
@@ -107,10 +107,16 @@ func writeSweepTable(w io.Writer, runs []sweepRun) error {
 		c := r.Result.Config
 		appConfigs = appendNew(appConfigs, strconv.Itoa(c.AppConfigs))
 		rates = appendNew(rates, fmt.Sprintf("%.0f", c.StatusRate))
+		if m := c.tenancyMode(); m != "" {
+			tenancies = appendNew(tenancies, m)
+		}
 	}
 	fmt.Fprint(w, "\nfleet sweep: the AppConfig summary lag of the status phases (degrade, then heal) by fleet size")
 	if len(appConfigs) > 0 {
 		fmt.Fprintf(w, "; %s AppConfigs, status writes at %s/s", strings.Join(appConfigs, "/"), strings.Join(rates, "/"))
+	}
+	if len(tenancies) > 0 {
+		fmt.Fprintf(w, "\ntenancy: %s", strings.Join(tenancies, " / "))
 	}
 	fmt.Fprint(w, "\n\n")
 
@@ -154,6 +160,22 @@ func writeSweepTable(w io.Writer, runs []sweepRun) error {
 		}
 	}
 	return nil
+}
+
+// tenancyMode is the run's tenancy in short, the same at every fleet size: the sets bound and where
+// the AppConfigs are; "" for a run from before the benchmark bound sets.
+func (c Config) tenancyMode() string {
+	if c.Tenancy == "" {
+		return ""
+	}
+	sets := "global set"
+	if c.ClusterSets > 0 {
+		sets = fmt.Sprintf("%d exclusive sets", c.ClusterSets)
+	}
+	if c.AppConfigNamespaces {
+		return sets + ", a namespace per AppConfig"
+	}
+	return sets + ", one namespace"
 }
 
 // lagField is f of a phase's figures, or "missing" when the run did not get through the phase.

@@ -21,6 +21,9 @@ func (r *Result) writeTable(w io.Writer) error {
 		hub += fmt.Sprintf(", %d shards", c.HubShards)
 	}
 	fmt.Fprintf(w, "\nfleet benchmark: %d clusters × %d AppConfigs = %d ManifestWorks; %s\n", c.Clusters, c.AppConfigs, c.Works, hub)
+	if c.Tenancy != "" {
+		fmt.Fprintf(w, "tenancy: %s\n", c.Tenancy)
+	}
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %s memory, Linux %s, %s, commit %s; load average %s at the start, %s at the end\n\n",
 		m.CPUs, m.CPUModel, size(m.MemBytes), m.Kernel, m.Go, m.Commit, m.LoadAverageStart, m.LoadAverageEnd)
 

@@ -48,15 +48,18 @@ type Observation struct {
 	Rollout RolloutState
 }
 
-// AppConfigWatcher watches the AppConfigs of a namespace and records every change of their summaries
-// and rollouts with the time it arrived: what a person watching `kubectl get appconfigs` sees, and
-// when.
+// AppConfigWatcher watches the AppConfigs of a namespace, or of every namespace, and records every
+// change of their summaries and rollouts with the time it arrived: what a person watching `kubectl get
+// appconfigs` sees, and when. It tells AppConfigs apart by name: watching every namespace, their names
+// must differ (Err reports one name seen in two namespaces).
 type AppConfigWatcher struct {
 	informer cache.SharedIndexInformer
 
 	mu      sync.Mutex
 	history map[string][]Observation
-	badErr  error
+	// namespaces is where each AppConfig name was seen first.
+	namespaces map[string]string
+	badErr     error
 }
 
 // summarized is an AppConfig as the watcher's informer keeps it: its name, summary and rollout.
@@ -67,8 +70,8 @@ type summarized struct {
 	err     error
 }
 
-// NewAppConfigWatcher returns a watcher of the AppConfigs in namespace that c (whose scheme knows
-// v1alpha2) reaches. Start starts it.
+// NewAppConfigWatcher returns a watcher of the AppConfigs in namespace (metav1.NamespaceAll: in every
+// namespace) that c (whose scheme knows v1alpha2) reaches. Start starts it.
 func NewAppConfigWatcher(c client.WithWatch, namespace string) (*AppConfigWatcher, error) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -79,7 +82,7 @@ func NewAppConfigWatcher(c client.WithWatch, namespace string) (*AppConfigWatche
 			return c.Watch(ctx, &v1alpha2.ApplicationConfigurationList{}, client.InNamespace(namespace), &client.ListOptions{Raw: &opts})
 		},
 	}
-	w := &AppConfigWatcher{history: map[string][]Observation{}}
+	w := &AppConfigWatcher{history: map[string][]Observation{}, namespaces: map[string]string{}}
 	w.informer = cache.NewSharedIndexInformer(lw, &v1alpha2.ApplicationConfiguration{}, 0, cache.Indexers{})
 	// The summary and the rollout are all the watcher reads; the rest of the status is not kept.
 	if err := w.informer.SetTransform(summarize); err != nil {
@@ -155,6 +158,14 @@ func (w *AppConfigWatcher) record(obj any) {
 	defer w.mu.Unlock()
 	if s.err != nil && w.badErr == nil {
 		w.badErr = s.err
+	}
+	if ns, ok := w.namespaces[s.Name]; !ok {
+		w.namespaces[s.Name] = s.Namespace
+	} else if ns != s.Namespace {
+		if w.badErr == nil {
+			w.badErr = fmt.Errorf("AppConfig %s in namespaces %s and %s: the watcher tells AppConfigs apart by name", s.Name, ns, s.Namespace)
+		}
+		return
 	}
 	h := w.history[s.Name]
 	if len(h) > 0 && h[len(h)-1].Summary == s.summary && h[len(h)-1].Rollout == s.rollout {

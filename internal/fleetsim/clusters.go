@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 )
 
 // FleetLabel marks the ManagedClusters RegisterClusters registers; Selector selects them.
@@ -32,6 +33,10 @@ type ClusterOptions struct {
 	// Concurrency is how many clusters are registered at once; default 64. The API server, not the
 	// client, should be what limits the pace.
 	Concurrency int
+	// ClusterSets, when given, are exclusive ManagedClusterSets (ExclusiveSet) the clusters are spread
+	// over round-robin (SetOf): each is labelled ClusterSetLabel=<its set>. None: no cluster carries
+	// the label.
+	ClusterSets []string
 }
 
 // ClusterName is the name of the i-th cluster (from 0): the prefix and i in five digits or more, so
@@ -42,7 +47,8 @@ func ClusterName(prefix string, i int) string {
 
 // RegisterClusters does on the hub cfg reaches what joining and accepting a cluster does in Open
 // Cluster Management, for opts.Count clusters at once: each gets a namespace of its name (where its
-// ManifestWorks live) and a ManagedCluster labelled FleetLabel=true that the hub accepts. Objects that
+// ManifestWorks live) and a ManagedCluster labelled FleetLabel=true (and with opts.ClusterSets its
+// set's ClusterSetLabel) that the hub accepts. Objects that
 // exist already are left as they are, so a second call registers only what is missing. It returns
 // the clusters' names in order. Give it a FastConfig.
 func RegisterClusters(ctx context.Context, cfg *rest.Config, opts ClusterOptions) ([]string, error) {
@@ -60,14 +66,18 @@ func RegisterClusters(ctx context.Context, cfg *rest.Config, opts ClusterOptions
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(opts.Concurrency, 64))
-	for _, name := range names {
+	for i, name := range names {
+		labels := map[string]string{FleetLabel: "true"}
+		if set := SetOf(i, opts.ClusterSets); set != "" {
+			labels[clusterv1beta2.ClusterSetLabel] = set
+		}
 		g.Go(func() error {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("create namespace %s: %w", name, err)
 			}
 			mc := &clusterv1.ManagedCluster{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{FleetLabel: "true"}},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 				Spec:       clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
 			}
 			if _, err := clusters.ClusterV1().ManagedClusters().Create(ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
