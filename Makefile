@@ -167,6 +167,7 @@ local-down: ## stop the local hub + spokes
 # cannot run.
 DEMO_WAIT_HEALTHY ?= 1
 KUBECTL_FERRY     := bin/kubectl-ferry --kubeconfig $(LOCAL_DIR)/hub.kubeconfig
+CLUSTERSET_LABEL  := cluster.open-cluster-management.io/clusterset
 
 .PHONY: demo
 demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM application delivered to both spokes, their status, a rollout over them
@@ -184,6 +185,11 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	  echo; echo "# $$c: kubectl -n hello get configmaps,deployments,services"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n hello get configmaps,deployments,services || exit 1; \
 	done
+	@echo; echo "# hub: kubectl get managedclustersets; kubectl get managedclusters -L $(CLUSTERSET_LABEL); kubectl -n default get managedclustersetbindings"; \
+	  echo "#      (an AppConfig reaches only the clusters of the sets bound to its namespace: local-up bound set default to namespace default)"
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedclustersets
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig get managedclusters -L $(CLUSTERSET_LABEL)
+	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default get managedclustersetbindings
 	@echo; echo "# hub: kubectl apply -f examples/hello-app.yaml   (an OAM application placed on cluster1 and cluster2)"
 	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig apply -f examples/hello-app.yaml
 	@# kubectl ferry reads the works; the AppConfig's own summary follows them within ferry-hub's

@@ -29,16 +29,8 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 	kubectl(t)
 	env := localcluster.StartForTest(t, localcluster.Options{})
 	_, objs := render(t, "hub")
-	var policy []*unstructured.Unstructured
-	for _, o := range objs {
-		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
-			policy = append(policy, o)
-		}
-	}
-	if len(policy) != 4 {
-		t.Fatalf("deploy/hub renders %d ValidatingAdmissionPolicy objects, want two policies (ManifestWorks, AppConfigs) and their bindings", len(policy))
-	}
-	apply(t, env.Hub.Kubeconfig, policy, "")
+	// The executor policies (ManifestWorks, AppConfigs) and their bindings.
+	apply(t, env.Hub.Kubeconfig, policiesNamed(t, objs, "ferry-manifestwork-executor", "ferry-appconfig-executor"), "")
 
 	admin, err := kubernetes.NewForConfig(env.Hub.Config)
 	if err != nil {

@@ -24,6 +24,13 @@ var installs = []install{
 	{dir: "agent/clusteradm", cluster: spokeCluster},
 }
 
+// components are the kustomize Components under deploy/: no install lists them (a user's overlay
+// does, to turn one on), so each has a test of its own that renders it into an overlay of its install
+// and has a real API server enforce it.
+var components = map[string]string{
+	"hub/components/nil-executor-validating": "TestNilExecutorComponentRefusesAWorkWithoutExecutor",
+}
+
 type clusterRole int
 
 const (
@@ -142,6 +149,12 @@ func TestEveryKustomizationRenders(t *testing.T) {
 		if included[dir] {
 			continue
 		}
+		if _, ok := components[dir]; ok {
+			if !isComponent(t, dir) {
+				t.Errorf("kustomization %s is listed in components in deploy/render_test.go but is no kind: Component", dir)
+			}
+			continue
+		}
 		// A nested kustomization (the CRD copies) is covered when an install lists it.
 		parent, base := filepath.Dir(dir), filepath.Base(dir)
 		for parent != "." && !included[parent] {
@@ -151,6 +164,20 @@ func TestEveryKustomizationRenders(t *testing.T) {
 			t.Errorf("kustomization %s is no install and not included by one: add it to installs in deploy/render_test.go, so that it is dry-run", dir)
 		}
 	}
+}
+
+// isComponent reports whether dir's kustomization is a kustomize Component.
+func isComponent(t testing.TB, dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "kind: Component" {
+			return true
+		}
+	}
+	return false
 }
 
 // listsResource reports whether dir's kustomization lists resource, or a directory on its way.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
@@ -96,8 +97,8 @@ same credential.`,
 				return err
 			}
 			stderr := cmd.ErrOrStderr()
-			fmt.Fprintf(stderr, "cluster %s registered: ManagedCluster %s, namespace %s, ServiceAccount %s/%s bound to ClusterRole %s there\n",
-				o.Name, o.Name, o.Name, o.Name, registration.AgentServiceAccount, registration.AgentClusterRole)
+			fmt.Fprintf(stderr, "cluster %s registered: ManagedCluster %s (ManagedClusterSet %s), namespace %s, ServiceAccount %s/%s bound to ClusterRole %s there\n",
+				o.Name, o.Name, cred.ClusterSet, o.Name, o.Name, registration.AgentServiceAccount, registration.AgentClusterRole)
 			switch {
 			case spoke != nil:
 				if err := cred.ApplyToSpoke(cmd.Context(), spoke, f.agentNamespace); err != nil {
@@ -128,6 +129,7 @@ same credential.`,
 	fl.Int32Var(&o.LeaseDurationSeconds, "lease-duration-seconds", registration.DefaultLeaseDurationSeconds,
 		fmt.Sprintf("How often the agent renews its Lease; AVAILABLE turns Unknown after %d times this without a renewal.", registration.LeaseGraceTimes))
 	fl.StringToStringVar(&o.Labels, "labels", nil, "Labels of the ManagedCluster, for placements that select by label (k=v,k2=v2).")
+	fl.StringVar(&o.ClusterSet, "cluster-set", "", "The ManagedClusterSet the cluster joins (label "+clusterv1beta2.ClusterSetLabel+"), made if missing: AppConfigs reach it from the namespaces this set is bound to. Default: "+registration.DefaultClusterSet+" for a new cluster; a registered cluster keeps its set.")
 	fl.StringVar(&outputDir, "output-dir", "", "Write the Secret's files (kubeconfig, cluster-name) into this directory, for ferry-agent --hub-kubeconfig-dir.")
 	fl.StringVarP(&output, "output", "o", "", "yaml: print the Secret, to pipe into kubectl apply -f - on the managed cluster.")
 	return cmd

@@ -41,6 +41,9 @@ func TestFailingReconcileIsOneLogLineNamingTheAppConfig(t *testing.T) {
 	if _, err := clusterclient.NewForConfigOrDie(e.Hub.Config).ClusterV1().ManagedClusters().Create(ctx, mc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.Hub.BindGlobalClusterSet(ctx, "default"); err != nil { // the example AppConfig's namespace may reach it
+		t.Fatal(err)
+	}
 
 	data, err := os.ReadFile("../../deploy/hub/clusterrole.yaml")
 	if err != nil {

@@ -84,6 +84,7 @@ func newCommand() *cobra.Command {
 	f.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "host:port to serve /healthz and /readyz on; 0 turns them off.")
 	f.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "host:port to serve Go's /debug/pprof profiles on (memory, CPU) for a person investigating; 0 turns them off.")
 	f.BoolVar(&o.DeleteCompletedWorks, "delete-completed-works", true, "Delete every ManifestWork on the hub (Ferry's and others') once it has been Complete for its spec.deleteOption.ttlSecondsAfterFinished, as OCM's hub does with the gate CleanUpCompletedManifestWork; false leaves them.")
+	f.StringVar((*string)(&o.ClusterSetBindings), "cluster-set-bindings", string(hub.ClusterSetBindingsEnforce), "enforce: an ApplicationConfiguration is delivered only to the clusters of the ManagedClusterSets bound to its namespace by ManagedClusterSetBindings, whatever its placement names; audit: delivered wherever its placement says, the clusters enforce would refuse only reported (condition ClustersBound, status.placement.refused, an event) — the step of an upgrade before enforcing.")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "Elect a leader among several ferry-hub replicas.")
 	f.StringVar(&o.LeaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's).")
 	f.IntVar(&o.Shard.Index, "shard-index", 0, "Which shard this process is, from 0: it writes only the AppConfigs, Components and ManagedClusters whose key hashes to it (see docs/scaling.md).")

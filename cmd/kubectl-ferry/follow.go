@@ -26,6 +26,10 @@ type view struct {
 	load func(ctx context.Context) (statusview.View, error)
 	// watches are the objects the view is made of; a change of any of them reloads it.
 	watches []watched
+	// watchesAfterLoad, when set, replaces watches: what to watch, decided once the view has been
+	// loaded (or found missing) — a view built from less than it would be, because the user may not
+	// read all of it, watches only what it was built from.
+	watchesAfterLoad func() []watched
 	// verdict says whether v is what a wait waits for (healthy; a rollout complete), and if not why (one
 	// line each); an error when it never will be without a person acting (a rollout halted), which
 	// ends a wait in failure. nil: the view has none.
@@ -72,7 +76,11 @@ func follow(ctx context.Context, out, errOut io.Writer, o outputOptions, clients
 	if _, err := v.load(ctx); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 		return err
 	}
-	changed, stop, err := watch(ctx, clients, v.watches)
+	sets := v.watches
+	if v.watchesAfterLoad != nil {
+		sets = v.watchesAfterLoad()
+	}
+	changed, stop, err := watch(ctx, clients, sets)
 	if err != nil {
 		return err
 	}

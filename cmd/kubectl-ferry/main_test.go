@@ -17,8 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
@@ -62,15 +65,32 @@ func runAgent(t *testing.T, env *localcluster.Environment, cluster string) {
 	}
 }
 
-// runHub runs the hub controllers until the test ends.
+// runHub runs the hub controllers (hub.Options' zero ClusterSetBindings: enforced) until the test ends,
+// in a manager of their own, as ferry-hub runs them (hub.CacheOptions).
 func runHub(t *testing.T, env *localcluster.Environment) {
 	t.Helper()
+	scheme, err := hub.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(env.Hub.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  hub.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Each test runs the same controllers in a manager of its own, in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.SetupWithManager(mgr, hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept,
+		EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- hub.Run(ctx, env.Hub.Config, hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept,
-			EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: 2, MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
-	}()
+	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

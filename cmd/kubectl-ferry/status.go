@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -95,22 +96,43 @@ func workView(clients *hubClients, cluster, name string) view {
 func appConfigView(clients *hubClients, namespace, name string) view {
 	// The works of an AppConfig are found by the labels the hub gives them, in every cluster's namespace.
 	ofApp := labels.SelectorFromSet(labels.Set{hub.LabelAppConfigNamespace: namespace, hub.LabelAppConfigName: name}).String()
+	appSet := watched{resource: applicationConfigs, namespace: namespace, fieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	// worksForbidden: the user may not list ManifestWorks, which live in the cluster namespaces — a
+	// tenant who may read only her own namespace. The view is then the AppConfig's status alone
+	// (statusview.ForAppConfigStatus), and only the AppConfig is watched: a watch of the works would
+	// be refused, and never sync.
+	worksForbidden := false
+	listWorks := func(ctx context.Context, limit int64) (*workv1.ManifestWorkList, error) {
+		works, err := clients.works.WorkV1().ManifestWorks(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: ofApp, Limit: limit})
+		worksForbidden = apierrors.IsForbidden(err)
+		return works, err
+	}
 	return view{
 		what: fmt.Sprintf("ApplicationConfiguration %s/%s", namespace, name),
 		load: func(ctx context.Context) (statusview.View, error) {
 			app, err := readAppConfig(ctx, clients, namespace, name)
+			if apierrors.IsNotFound(err) {
+				// Waited for: find out now whether its works can be watched.
+				_, _ = listWorks(ctx, 1)
+			}
 			if err != nil {
 				return nil, err
 			}
-			works, err := clients.works.WorkV1().ManifestWorks(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: ofApp})
-			if err != nil {
+			// Listed after the AppConfig was read: a work is never older than the Ready it is judged by.
+			works, err := listWorks(ctx, 0)
+			switch {
+			case worksForbidden:
+				return statusview.ForAppConfigStatus(app), nil
+			case err != nil:
 				return nil, fmt.Errorf("list the ManifestWorks of ApplicationConfiguration %s/%s: %w", namespace, name, err)
 			}
 			return statusview.ForAppConfig(app, works.Items), nil
 		},
-		watches: []watched{
-			{resource: applicationConfigs, namespace: namespace, fieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()},
-			{resource: manifestWorks, labelSelector: ofApp},
+		watchesAfterLoad: func() []watched {
+			if worksForbidden {
+				return []watched{appSet}
+			}
+			return []watched{appSet, {resource: manifestWorks, labelSelector: ofApp}}
 		},
 		verdict: func(v statusview.View) (bool, []string, error) {
 			a := v.(statusview.AppConfig)

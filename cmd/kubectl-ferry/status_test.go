@@ -55,6 +55,10 @@ func TestKubectlFerryOnARealHub(t *testing.T) {
 	if err := env.RegisterSpokes(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// ferry-hub delivers the AppConfigs of default only to the clusters of the sets bound to it.
+	if err := env.Hub.BindGlobalClusterSet(t.Context(), "default"); err != nil {
+		t.Fatal(err)
+	}
 	runAgent(t, env, "cluster1")
 	runHub(t, env)
 	works, err := workclient.NewForConfig(env.Hub.Config)

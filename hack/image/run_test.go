@@ -44,7 +44,11 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 	hubImage, agentImage := imageOf(t, "ferry-hub"), imageOf(t, "ferry-agent")
 	env := localcluster.StartForTest(t, localcluster.Options{Spokes: []localcluster.ClusterSpec{{Name: "cluster1"}}})
 	ctx := t.Context()
+	// Registered into OCM's set default, bound to namespace default: the AppConfig there reaches it.
 	if err := env.RegisterSpokes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Hub.BindClusterSet(ctx, localcluster.DefaultClusterSet, "default"); err != nil {
 		t.Fatal(err)
 	}
 	checkout := checkoutRoot(t)

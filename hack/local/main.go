@@ -177,6 +177,9 @@ func (o *options) up(ctx context.Context) error {
 	}
 }
 
+// demoNamespace is the hub namespace of the README's and the demo's AppConfigs.
+const demoNamespace = "default"
+
 func (o *options) serve(ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
@@ -220,6 +223,13 @@ func (o *options) serve(ctx context.Context) error {
 			return err
 		}
 	}
+	// Every spoke joined OCM's set default (`ferry-hub clusters add`, or RegisterSpokes): bound to the
+	// namespace default, the README's AppConfigs there reach both, as a hub administrator would let a
+	// team's namespace reach its clusters (README, "Sharing a hub between teams").
+	if err := env.Hub.BindClusterSet(ctx, localcluster.DefaultClusterSet, demoNamespace); err != nil {
+		return err
+	}
+	fmt.Printf("ManagedClusterSet %s bound to namespace %s: its AppConfigs reach the set's clusters\n", localcluster.DefaultClusterSet, demoNamespace)
 	if err := o.writeKubeconfigs(env, true); err != nil {
 		return err
 	}

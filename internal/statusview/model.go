@@ -23,6 +23,36 @@ type AppConfig struct {
 	Healthy bool `json:"healthy"`
 	// Clusters are the works delivering the AppConfig, one per cluster, by cluster name.
 	Clusters []Work `json:"clusters"`
+	// NotBound is the AppConfig's ClustersBound condition when it is False: clusters its placement
+	// names that no ManagedClusterSet bound to its namespace holds. Absent when every one is bound.
+	NotBound *NotBound `json:"notBound,omitempty"`
+
+	// StatusOnly marks a view read from the AppConfig's status alone, for a user who may not read
+	// ManifestWorks (a tenant, who may read only her own namespace): Summary holds the hub's counts,
+	// Clusters the clusters of status.placement and, with their manifests that are not fine, those
+	// of status.clusters; a cluster the status tells nothing more of has no manifests listed.
+	StatusOnly bool `json:"statusOnly,omitempty"`
+	// Summary is the AppConfig's status.summary, in a StatusOnly view.
+	Summary *v1alpha2.Summary `json:"summary,omitempty"`
+	// MoreClusters counts, in a StatusOnly view, the clusters delivered to that the status does not
+	// name: it names the first MaxClustersListed by name.
+	MoreClusters int32 `json:"moreClusters,omitempty"`
+	// OmittedClusters is, in a StatusOnly view, the status's own: how many clusters that are not fine
+	// it does not list. Any cluster it does not list may then be one of them (its health Unknown here).
+	OmittedClusters int32 `json:"omittedClusters,omitempty"`
+}
+
+// NotBound is an AppConfig's ClustersBound condition when it is False, with the clusters its status
+// names as refused.
+type NotBound struct {
+	// Reason is ClustersNotBound (the refused clusters get no ManifestWork) or ClustersNotBoundAudit
+	// (ferry-hub only audits its bindings and delivers to them all the same).
+	Reason string `json:"reason"`
+	// Message is the hub's, which also says how to allow the clusters.
+	Message string `json:"message,omitempty"`
+	// Refused are the first MaxClustersListed refused clusters by name; RefusedClusters counts them all.
+	Refused         []string `json:"refused"`
+	RefusedClusters int32    `json:"refusedClusters"`
 }
 
 // Work is one ManifestWork as its cluster's agent reports it.
@@ -40,8 +70,16 @@ type Work struct {
 	Health v1alpha2.Health `json:"health"`
 	// Healthy: every counted manifest is applied, available and Healthy.
 	Healthy bool `json:"healthy"`
-	// Manifests are the work's manifests in the order of spec.workload.manifests.
+	// Manifests are the work's manifests in the order of spec.workload.manifests. In a StatusOnly
+	// view of an AppConfig: only those the AppConfig's status lists as not fine.
 	Manifests []Manifest `json:"manifests"`
+	// OmittedManifests counts, in a StatusOnly view, the manifests that are not fine beyond those
+	// listed.
+	OmittedManifests int32 `json:"omittedManifests,omitempty"`
+
+	// unlisted marks, in a StatusOnly view, a cluster the status may have left out of its clusters
+	// that are not fine (see AppConfig.OmittedClusters): nothing is known of it.
+	unlisted bool
 }
 
 // Manifest is one manifest of a work: what it is, how it is applied, and what the agent reports.
@@ -53,7 +91,8 @@ type Manifest struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Strategy is the update strategy the work's manifestConfigs give the manifest (default Update).
+	// Strategy is the update strategy the work's manifestConfigs give the manifest (default Update);
+	// empty in a StatusOnly view, whose status does not say.
 	Strategy string `json:"strategy"`
 	// Applied and Available are the statuses of the manifest's conditions of those types; Unknown when
 	// not reported for the work's current generation.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
 // messageWidth is how many characters of a reason and message a table cell holds; -o yaml has all.
@@ -29,7 +31,7 @@ func row(w io.Writer, cells ...any) {
 var manifestColumns = []any{"KIND", "NAMESPACE/NAME", "STRATEGY", "APPLIED", "AVAILABLE", "HEALTH", "REASON/MESSAGE", "FEEDBACK"}
 
 func manifestCells(m Manifest) []any {
-	return []any{m.Kind, namespacedName(m.Namespace, m.Name), m.Strategy, m.Applied, m.Available, m.Health,
+	return []any{m.Kind, namespacedName(m.Namespace, m.Name), dash(m.Strategy), m.Applied, m.Available, m.Health,
 		short(reasonMessage(m.Reason, m.Message)), feedback(m)}
 }
 
@@ -50,32 +52,84 @@ func (v Work) writeTable(w io.Writer) error {
 }
 
 func (v AppConfig) writeTable(w io.Writer) error {
-	applied, available, healthy := 0, 0, 0
-	for _, c := range v.Clusters {
-		applied += count(c.Applied == metav1.ConditionTrue)
-		available += count(c.Available == metav1.ConditionTrue)
-		healthy += count(c.Healthy)
+	n, applied, available, healthy := len(v.Clusters), "", "", ""
+	if v.StatusOnly {
+		// The hub's counts: the status names only some of the clusters.
+		n, applied, available, healthy = 0, "0/0", "0/0", "-"
+		if s := v.Summary; s != nil {
+			n, applied, available, healthy = int(s.Clusters), s.Applied, s.Available, dash(s.Healthy)
+		}
+	} else {
+		a, av, h := 0, 0, 0
+		for _, c := range v.Clusters {
+			a += count(c.Applied == metav1.ConditionTrue)
+			av += count(c.Available == metav1.ConditionTrue)
+			h += count(c.Healthy)
+		}
+		applied, available, healthy = fmt.Sprintf("%d/%d", a, n), fmt.Sprintf("%d/%d", av, n), fmt.Sprintf("%d/%d", h, n)
 	}
-	n := len(v.Clusters)
 	tw := newTabWriter(w)
 	row(tw, "APPCONFIG", "READY", "CLUSTERS", "APPLIED", "AVAILABLE", "HEALTHY", "MESSAGE")
-	row(tw, namespacedName(v.Namespace, v.Name), v.Ready, n, fmt.Sprintf("%d/%d", applied, n), fmt.Sprintf("%d/%d", available, n),
-		fmt.Sprintf("%d/%d", healthy, n), short(v.ReadyMessage))
+	row(tw, namespacedName(v.Namespace, v.Name), v.Ready, n, applied, available, healthy, short(v.ReadyMessage))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if n == 0 {
-		return nil
+	if v.NotBound != nil {
+		fmt.Fprintf(w, "\n%s\n", v.NotBound.line(v.Namespace))
 	}
-	fmt.Fprintln(w)
-	tw = newTabWriter(w)
-	row(tw, append([]any{"CLUSTER"}, manifestColumns...)...)
-	for _, c := range v.Clusters {
-		for _, m := range c.Manifests {
-			row(tw, append([]any{c.Cluster}, manifestCells(m)...)...)
+	if len(v.Clusters) > 0 {
+		fmt.Fprintln(w)
+		tw = newTabWriter(w)
+		row(tw, append([]any{"CLUSTER"}, manifestColumns...)...)
+		for _, c := range v.Clusters {
+			if len(c.Manifests) == 0 && v.StatusOnly {
+				// All the status says of the cluster: its verdicts.
+				row(tw, c.Cluster, "-", "-", "-", c.Applied, c.Available, c.Health, "-", "-")
+			}
+			for _, m := range c.Manifests {
+				row(tw, append([]any{c.Cluster}, manifestCells(m)...)...)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		for _, c := range v.Clusters {
+			if c.OmittedManifests > 0 {
+				fmt.Fprintf(w, "(%s: and %d more manifests that are not fine)\n", c.Cluster, c.OmittedManifests)
+			}
 		}
 	}
-	return tw.Flush()
+	if v.MoreClusters > 0 {
+		fmt.Fprintf(w, "(and %d more)\n", v.MoreClusters)
+	}
+	if v.OmittedClusters > 0 {
+		fmt.Fprintf(w, "(%d clusters that are not fine are not listed in the AppConfig's status)\n", v.OmittedClusters)
+	}
+	if v.StatusOnly {
+		fmt.Fprintf(w, "\n%s\n", StatusOnlyNote)
+	}
+	return nil
+}
+
+// line says, in one line, which clusters are not bound and what becomes of them.
+func (nb NotBound) line(namespace string) string {
+	head := "ClustersBound False (" + nb.Reason + ")"
+	if len(nb.Refused) == 0 {
+		return head + ": " + strings.Join(strings.Fields(nb.Message), " ")
+	}
+	clusters := strings.Join(nb.Refused, ", ")
+	if more := int(nb.RefusedClusters) - len(nb.Refused); more > 0 {
+		clusters += fmt.Sprintf(" (and %d more)", more)
+	}
+	what, is, gets := fmt.Sprintf("%d clusters", nb.RefusedClusters), "are", "get"
+	if nb.RefusedClusters == 1 {
+		what, is, gets = "1 cluster", "is", "gets"
+	}
+	outcome := "and " + gets + " no ManifestWork"
+	if nb.Reason == v1alpha2.ReasonClustersNotBoundAudit {
+		outcome = "(the hub only audits its bindings, and delivers all the same)"
+	}
+	return fmt.Sprintf("%s: %s of the placement %s in no ManagedClusterSet bound to namespace %s %s: %s", head, what, is, namespace, outcome, clusters)
 }
 
 func (v Clusters) writeTable(w io.Writer) error {

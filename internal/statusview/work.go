@@ -113,8 +113,11 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 	return m
 }
 
-func sameObject(a, b workv1.ManifestResourceMeta) bool {
-	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+func sameObject(report, id workv1.ManifestResourceMeta) bool {
+	return report.Group == id.Group && report.Kind == id.Kind && report.Name == id.Name &&
+		// The agent reports a cluster-scoped object without the namespace its manifest may name (its
+		// spoke's discovery knew the kind's scope; a hub that does not serve the kind could not).
+		(report.Namespace == id.Namespace || report.Namespace == "" && report.Resource != "")
 }
 
 // strategyOf is the update strategy manifestConfigs give the object id names, read as the agent reads

@@ -205,3 +205,17 @@ func TestForWorkTakesTheAgentsWordForAManifestItCannotDecode(t *testing.T) {
 	want := []manifestRow{{"ConfigMap", "hello/greeting", "Update", F, T, v1alpha2.Healthy, "AppliedManifestFailed"}}
 	checkRows(t, rowsOf(got), want)
 }
+
+// A manifest of a kind the hub did not know is cluster-scoped names a namespace; the agent, whose spoke
+// serves the kind, applies it cluster-wide and reports it without one: it is the same object.
+func TestForWorkMatchesAClusterScopedObjectReportedWithoutItsNamespace(t *testing.T) {
+	binding := object{"example.io/v1", "ClusterThing", "team-a", "grab"}
+	report := healthyReport(binding, 0, 1)
+	report.ResourceMeta.Namespace, report.ResourceMeta.Resource = "", "clusterthings"
+	got := ForWork(reported(work(t, "cluster1", 1, binding), report))
+	want := []manifestRow{{"ClusterThing", "team-a/grab", "Update", T, T, v1alpha2.Healthy, ""}}
+	checkRows(t, rowsOf(got), want)
+	if !got.Healthy {
+		t.Errorf("the work is not healthy: %+v", got)
+	}
+}

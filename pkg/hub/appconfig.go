@@ -20,6 +20,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -70,6 +71,9 @@ type AppConfigReconciler struct {
 	// ReportBatch is how long agents' status reports are gathered before the AppConfig is
 	// reconciled for them; 0 means DefaultReportBatch.
 	ReportBatch time.Duration
+	// ClusterSetBindings is how placements are held to the ManagedClusterSets bound to the AppConfig's
+	// namespace; empty means ClusterSetBindingsEnforce.
+	ClusterSetBindings ClusterSetBindings
 
 	// Patch-trait kinds are known only once an AppConfig uses them: each gets a watch then.
 	controller controller.Controller
@@ -169,6 +173,9 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
 		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(placementChanged)).
 		Watches(&placementDecision{}, allInNamespace(false)).
+		// What an AppConfig may reach: a binding moves its namespace's AppConfigs, a set any of them.
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, allInNamespace(false), builder.WithPredicates(bindingChanged)).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, allInNamespace(true), builder.WithPredicates(bindingChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
 		Build(r)
 	r.controller = c
@@ -216,6 +223,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	rendered, err := Render(RenderInput{
 		App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx),
 		PublishedPatches: r.publishedPatches(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
+		ClusterScoped: clusterScopedIn(r.Mapper),
 	})
 	var re *RenderError
 	var pending *PatchesPendingError
@@ -223,7 +231,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	case errors.As(err, &re):
 		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
 	case errors.As(err, &pending):
 		// The workload is held back, as it was, until it can change once with every patch (seed
 		// 002). The patch traits are published for their controllers; their watches bring the
@@ -232,12 +240,12 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			var re *RenderError
 			if errors.As(err, &re) {
 				return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
 			}
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()}, app.Status.Rollout)
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()}, app.Status.Rollout, nil)
 	case err != nil:
 		return ctrl.Result{}, err
 	}
@@ -248,6 +256,11 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	target, err := buildRevisionBase(app, rendered, r.ApplyOnceOnly, r.Mapper)
+	if errors.As(err, &re) {
+		// Too large or empty to be a ManifestWork: nothing of it is delivered, what was stays.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
+			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -261,25 +274,26 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if undone, err := r.undoneRevision(ctx, app); err != nil {
 		if errors.As(err, &re) {
 			return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-				Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+				Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
 		}
 		return ctrl.Result{}, err
 	} else if undone != nil {
 		target = undone
 	}
-	clusters, unmoved := r.checked.clusters(req.NamespacedName, app.Generation, seen)
+	placed, unmoved := r.checked.placement(req.NamespacedName, app.Generation, seen)
 	if !unmoved {
-		if clusters, err = TargetClusters(ctx, r.Client, r.clusters, app); err != nil {
+		if placed, err = Place(ctx, r.Client, r.clusters, app, cmp.Or(r.ClusterSetBindings, ClusterSetBindingsEnforce)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	clusters := placed.Clusters
 	plan, ro := deliveryPlan{uniform: target}, rolloutOutcome{}
 	if app.Spec.Rollout != nil {
 		if plan, ro, err = r.planRollout(ctx, app, target, clusters, time.Now()); err != nil {
 			if errors.As(err, &re) {
 				// Nothing is moved by a rollout the hub cannot read: every cluster keeps what it has.
 				return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout)
+					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
 			}
 			return ctrl.Result{}, err
 		}
@@ -292,12 +306,12 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			}
 		}
 	}
-	delivered, gone, err := r.deliver(ctx, app, plan, clusters, seen)
+	delivered, gone, err := r.deliver(ctx, app, plan, placed, seen)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if cond, notReady := delivered.notReady(len(clusters)); notReady {
-		if err := r.setStatus(ctx, app, rendered, gone, cond, ro.status); err != nil {
+		if err := r.setStatus(ctx, app, rendered, gone, cond, ro.status, &placed); err != nil {
 			return ctrl.Result{}, err
 		}
 		if len(delivered.failed) > 0 {
@@ -310,7 +324,7 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if recordErr != nil {
 		return ctrl.Result{}, errors.Join(recordErr, r.setStatus(ctx, app, rendered, gone, metav1.Condition{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "RevisionNotRecorded",
-			Message: fmt.Sprintf("delivered to %d clusters, but %v", len(clusters), recordErr)}, ro.status))
+			Message: fmt.Sprintf("delivered to %d clusters, but %v", len(clusters), recordErr)}, ro.status, &placed))
 	}
 	if delivered.raced {
 		// Not a failure, and not delivered yet either: the status stays as it is until it is.
@@ -333,9 +347,14 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// A soak ends or a deadline passes with no report to bring the AppConfig back.
 		result.RequeueAfter = ro.recheck
 	}
-	if err := r.setStatus(ctx, app, rendered, gone, metav1.Condition{
-		Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
-		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))}, ro.status); err != nil {
+	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
+		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))}
+	if notBound, ok := placed.notBoundReady(app.Namespace); ok {
+		ready = notBound
+	} else if len(placed.Refused) > 0 {
+		ready.Message += fmt.Sprintf("; %d clusters the placement names are not bound (condition %s)", len(placed.Refused), v1alpha2.ConditionClustersBound)
+	}
+	if err := r.setStatus(ctx, app, rendered, gone, ready, ro.status, &placed); err != nil {
 		return result, err
 	}
 	if ro.resumed {
@@ -463,7 +482,7 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 // clusters are counted from the verdicts on its works (clusterVerdicts) but those in gone, which this
 // reconcile deleted.
 func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	gone map[types.NamespacedName]bool, ready metav1.Condition, rollout *v1alpha2.RolloutStatus) error {
+	gone map[types.NamespacedName]bool, ready metav1.Condition, rollout *v1alpha2.RolloutStatus, placed *Placed) error {
 	status := app.Status.DeepCopy()
 	if app.Spec.Rollout == nil {
 		rollout = nil
@@ -483,6 +502,18 @@ func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.Appli
 		r.Recorder.Eventf(app, nil, typ, ready.Reason, "Render", "%s", eventNote(ready.Message))
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
+	if placed != nil {
+		bound := placed.boundCondition(app.Namespace)
+		bound.ObservedGeneration = app.Generation
+		bound.Message = capConditionMessage(bound.Message)
+		if old := meta.FindStatusCondition(status.Conditions, bound.Type); bound.Status != metav1.ConditionTrue &&
+			(old == nil || old.Reason != bound.Reason || old.Message != bound.Message) {
+			// One event per change of what is refused: an operator auditing before enforcing sees each.
+			r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, bound.Reason, "Place", "%s", eventNote(bound.Message))
+		}
+		meta.SetStatusCondition(&status.Conditions, bound)
+		status.Placement = placed.status()
+	}
 	if rendered != nil {
 		status.Workloads = nil
 		for _, rc := range rendered {

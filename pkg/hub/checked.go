@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,12 +15,12 @@ import (
 // a pass found complete, and the pass is skipped while nothing it depends on has changed since:
 //
 //   - what the AppConfig renders, known by the spec hash of its ManifestWork;
-//   - the clusters it targets (its placement is in its generation; ManagedClusters and
-//     PlacementDecisions move it too);
+//   - the clusters it targets (its placement is in its generation; ManagedClusters,
+//     PlacementDecisions, ManagedClusterSets and their bindings move it too);
 //   - its works, other than by their status: created, deleted, relabelled, edited by someone else.
 //
 // The last two are counted by one number, changes, which the event handlers of ManifestWorks,
-// ManagedClusters and PlacementDecisions raise before they enqueue the AppConfigs concerned. A
+// ManagedClusters, PlacementDecisions, ManagedClusterSets and their bindings raise before they enqueue the AppConfigs concerned. A
 // reconcile reads it before it reads anything from the cache: should an event come while it runs, the
 // number it remembers is already behind, and the reconcile that event brings checks every work again.
 type deliveryChecks struct {
@@ -37,7 +36,7 @@ type checkedDelivery struct {
 	// generation is the AppConfig's when the clusters were found.
 	generation int64
 	specHash   string
-	clusters   []string
+	placed     Placed
 }
 
 // changed records an event that may leave a delivered work out of date or move a placement.
@@ -46,21 +45,21 @@ func (d *deliveryChecks) changed() { d.changes.Add(1) }
 // now is the count a reconcile about to read the cache remembers.
 func (d *deliveryChecks) now() uint64 { return d.changes.Load() }
 
-// clusters are the AppConfig's target clusters as the last complete pass found them, if nothing moved
-// them since.
-func (d *deliveryChecks) clusters(app types.NamespacedName, generation int64, seen uint64) ([]string, bool) {
+// placement is where the AppConfig's placement reached as the last complete pass found it, if nothing
+// moved it since.
+func (d *deliveryChecks) placement(app types.NamespacedName, generation int64, seen uint64) (Placed, bool) {
 	c, ok := d.last(app)
 	if !ok || c.changes != seen || c.generation != generation {
-		return nil, false
+		return Placed{}, false
 	}
-	return c.clusters, true
+	return c.placed, true
 }
 
 // complete reports whether the last complete pass of app checked this same spec on these same clusters
 // with nothing changed since: the works need no pass.
-func (d *deliveryChecks) complete(app types.NamespacedName, generation int64, seen uint64, specHash string, clusters []string) bool {
+func (d *deliveryChecks) complete(app types.NamespacedName, generation int64, seen uint64, specHash string, placed Placed) bool {
 	c, ok := d.last(app)
-	return ok && c.changes == seen && c.generation == generation && c.specHash == specHash && slices.Equal(c.clusters, clusters)
+	return ok && c.changes == seen && c.generation == generation && c.specHash == specHash && c.placed.equal(placed)
 }
 
 // record remembers a complete pass; forget drops what is remembered of an AppConfig (gone, another

@@ -84,11 +84,11 @@ const writeConcurrency = 16
 // The pass over the works is skipped when the last one found this same spec delivered to these same
 // clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, plan deliveryPlan,
-	clusters []string, seen uint64) (out delivery, gone map[types.NamespacedName]bool, err error) {
-	key, hash := client.ObjectKeyFromObject(app), ""
+	placed Placed, seen uint64) (out delivery, gone map[types.NamespacedName]bool, err error) {
+	key, hash, clusters := client.ObjectKeyFromObject(app), "", placed.Clusters
 	if plan.uniform != nil {
 		hash = plan.uniform.hash()
-		if r.checked.complete(key, app.Generation, seen, hash, clusters) {
+		if r.checked.complete(key, app.Generation, seen, hash, placed) {
 			return out, nil, nil
 		}
 	}
@@ -183,14 +183,18 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 				out.failed = append(out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s of a cluster that left the placement: %v", cluster, mw.Namespace, mw.Name, err))
 				return nil
 			}
-			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+" (it left the placement)")
+			why := " (it left the placement)"
+			if _, refused := slices.BinarySearch(placed.Refused, cluster); refused {
+				why = " (no ManagedClusterSet bound to namespace " + app.Namespace + " holds it)"
+			}
+			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+why)
 			gone[client.ObjectKeyFromObject(mw)] = true
 			return nil
 		})
 	}
 	_ = writers.Wait()
 	if hash != "" && len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
-		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, clusters: clusters})
+		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, placed: placed})
 	}
 	return out, gone, nil
 }

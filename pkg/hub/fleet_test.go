@@ -42,6 +42,9 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := env.Hub.BindGlobalClusterSet(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
 	scheme, err := hub.Scheme()
 	if err != nil {
 		t.Fatal(err)

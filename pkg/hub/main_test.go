@@ -316,11 +316,15 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// setup gives the test a namespace of its own on the hub and on both spokes.
+// setup gives the test a namespace of its own on the hub and on both spokes, bound to OCM's global
+// ManagedClusterSet: its AppConfigs may reach every cluster.
 func setup(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{fleet: testFleet(t), t: t, ns: "t-" + strings.ToLower(rand.String(6))}
 	f.mustCreate(f.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
+	if err := f.env.Hub.BindGlobalClusterSet(t.Context(), f.ns); err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range clusters {
 		f.mustCreate(f.spokes[name], &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
 	}

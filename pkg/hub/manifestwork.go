@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -93,7 +94,10 @@ func BuildManifestWork(app *v1alpha2.ApplicationConfiguration, cluster string, r
 		mw.Spec.ManifestConfigs = append(mw.Spec.ManifestConfigs, cfg)
 		return nil
 	}
+	var largest string
+	largestSize := 0
 	for _, rc := range rendered {
+		first := len(mw.Spec.Workload.Manifests)
 		if err := add(rc.Workload, rc.WorkloadStrategy, true); err != nil {
 			return nil, err
 		}
@@ -102,8 +106,33 @@ func BuildManifestWork(app *v1alpha2.ApplicationConfiguration, cluster string, r
 				return nil, err
 			}
 		}
+		if size := manifestsSize(mw.Spec.Workload.Manifests[first:]); size > largestSize {
+			largest, largestSize = rc.ComponentName, size
+		}
+	}
+	if len(mw.Spec.Workload.Manifests) == 0 {
+		return nil, &RenderError{Reason: "NothingToDeliver", Message: "the AppConfig renders no object, and a ManifestWork must hold at least one " +
+			"(OCM's hub refuses an empty one): give it a component, or delete it to remove the application from its clusters"}
+	}
+	if size := manifestsSize(mw.Spec.Workload.Manifests); size > MaxManifestsSize {
+		return nil, &RenderError{Component: largest, Reason: "ManifestsTooLarge", Message: fmt.Sprintf(
+			"the rendered manifests take %d KiB, over the %d KiB a ManifestWork may hold (OCM's limit), of which this component's %d KiB: "+
+				"split the application into smaller AppConfigs", size/1024, MaxManifestsSize/1024, largestSize/1024)}
 	}
 	return mw, nil
+}
+
+// MaxManifestsSize is the most a ManifestWork's manifests may take, in bytes of their protobuf encoding:
+// OCM's work webhook refuses a larger work, and ferry-hub renders none.
+const MaxManifestsSize = 500 * 1024
+
+// manifestsSize is the manifests' size as OCM's work webhook counts it: the protobuf size of each.
+func manifestsSize(manifests []workv1.Manifest) int {
+	size := 0
+	for i := range manifests {
+		size += manifests[i].Size()
+	}
+	return size
 }
 
 // resourceOf maps an object's kind to its resource name, through mapper when it knows the kind.
@@ -116,6 +145,18 @@ func resourceOf(obj *unstructured.Unstructured, mapper meta.RESTMapper) string {
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(gvk)
 	return plural.Resource
+}
+
+// clusterScopedIn is RenderInput.ClusterScoped through mapper: a kind it maps to a resource outside
+// namespaces. A kind it cannot map (not served on the hub) is not known to be cluster-scoped.
+func clusterScopedIn(mapper meta.RESTMapper) func(schema.GroupVersionKind) bool {
+	return func(gvk schema.GroupVersionKind) bool {
+		if mapper == nil {
+			return false
+		}
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+	}
 }
 
 // KeepEarlierRevisions carries into want the workloads of earlier revisions that have stayed in have, the

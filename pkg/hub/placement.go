@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,8 +39,21 @@ func ListedClusters(c client.Reader) ClusterLister {
 // TargetClusters returns, sorted, the managed clusters an AppConfig's placement names that exist on the
 // hub and are not being deleted: its explicit cluster names, the ManagedClusters its selector matches,
 // or the decisions of the OCM Placement it refers to (in the AppConfig's namespace, read with c).
-// Without a placement there are none.
+// Without a placement there are none. Which of them the AppConfig may reach is Place's to say.
 func TargetClusters(ctx context.Context, c client.Reader, clusters ClusterLister, app *v1alpha2.ApplicationConfiguration) ([]string, error) {
+	selected, err := selectedClusters(ctx, c, clusters, app)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(selected))
+	for _, mc := range selected {
+		out = append(out, mc.Name)
+	}
+	return out, nil
+}
+
+// selectedClusters are TargetClusters' ManagedClusters, sorted by name, read only.
+func selectedClusters(ctx context.Context, c client.Reader, clusters ClusterLister, app *v1alpha2.ApplicationConfiguration) ([]*clusterv1.ManagedCluster, error) {
 	p := app.Spec.Placement
 	if p == nil {
 		return nil, nil
@@ -72,11 +86,11 @@ func TargetClusters(ctx context.Context, c client.Reader, clusters ClusterLister
 	if err != nil {
 		return nil, fmt.Errorf("list ManagedClusters: %w", err)
 	}
-	var out []string
+	var out []*clusterv1.ManagedCluster
 	if selector != nil {
 		for _, mc := range all {
 			if mc.DeletionTimestamp == nil && selector.Matches(labels.Set(mc.Labels)) {
-				out = append(out, mc.Name)
+				out = append(out, mc)
 			}
 		}
 	} else {
@@ -84,15 +98,16 @@ func TargetClusters(ctx context.Context, c client.Reader, clusters ClusterLister
 		for _, name := range wanted {
 			named[name] = true
 		}
-		out = make([]string, 0, len(wanted))
+		out = make([]*clusterv1.ManagedCluster, 0, len(named))
 		for _, mc := range all {
 			if mc.DeletionTimestamp == nil && named[mc.Name] {
-				out = append(out, mc.Name)
+				out = append(out, mc)
+				delete(named, mc.Name) // a lister may repeat none, but a cluster is placed once
 			}
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	slices.SortFunc(out, func(a, b *clusterv1.ManagedCluster) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // placementChanged passes the changes of a ManagedCluster that can move an AppConfig's placement: its

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
@@ -48,6 +50,17 @@ type RenderInput struct {
 	// PatchedRevision finds the component's revision holding spec, a spec with patches merged; when
 	// none does, it names the revision to record it as (the component's next) and says it is new.
 	PatchedRevision func(component string, spec *v1alpha2.ComponentSpec) (name string, isNew bool, err error)
+	// ClusterScoped reports whether objects of a kind live outside namespaces, as far as the hub knows
+	// (its built-in kinds and the CRDs installed on it); nil knows none. Rendering gives the AppConfig's
+	// namespace only to objects that may be namespaced: a ClusterRoleBinding is not stamped team-a, and
+	// its status on the work matches it. Kinds the hub does not know keep the namespace, and the
+	// agent's discovery decides.
+	ClusterScoped func(gvk schema.GroupVersionKind) bool
+}
+
+// clusterScoped applies in.ClusterScoped to obj's kind.
+func (in RenderInput) clusterScoped(obj *unstructured.Unstructured) bool {
+	return in.ClusterScoped != nil && in.ClusterScoped(obj.GroupVersionKind())
 }
 
 // RenderedComponent is one component of an AppConfig as it is delivered.
@@ -81,6 +94,9 @@ type RenderError struct {
 }
 
 func (e *RenderError) Error() string {
+	if e.Component == "" {
+		return e.Message // about the application as a whole
+	}
 	return fmt.Sprintf("component %q: %s", e.Component, e.Message)
 }
 
@@ -209,7 +225,7 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		workloadName = rc.RevisionName
 	}
 	workload.SetName(workloadName)
-	if workload.GetNamespace() == "" {
+	if workload.GetNamespace() == "" && !in.clusterScoped(workload) {
 		workload.SetNamespace(app.Namespace)
 	}
 	stamp(workload, app, rc, ResourceTypeWorkload)
@@ -222,8 +238,8 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 			// trait's workloadRef instead of replacing the trait and losing its state (seed 003).
 			trait.SetName(uniqueName(kinds, resolved.ComponentName, trait.GetKind()))
 		}
-		if trait.GetNamespace() == "" {
-			trait.SetNamespace(workload.GetNamespace())
+		if trait.GetNamespace() == "" && !in.clusterScoped(trait) {
+			trait.SetNamespace(cmp.Or(workload.GetNamespace(), app.Namespace))
 		}
 		if path := defs[i].Spec.WorkloadRefPath; path != "" {
 			ref := map[string]any{"apiVersion": workload.GetAPIVersion(), "kind": workload.GetKind(), "name": workloadName}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
@@ -339,5 +340,64 @@ func TestSetFieldPath(t *testing.T) {
 		if err := setFieldPath(obj, bad, "v"); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// A workload of a kind the hub knows is cluster-scoped is not stamped with the AppConfig's namespace, so
+// that the work names the object the agent applies (and its status matches it); its namespaced traits
+// still get the AppConfig's namespace. A kind the hub does not know keeps it: the agent decides.
+func TestRenderLeavesClusterScopedKindsOutOfTheNamespace(t *testing.T) {
+	in := renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		Traits: []v1alpha2.ComponentTrait{{Trait: raw(`{"apiVersion":"core.oam.dev/v1alpha2","kind":"ManualScalerTrait","spec":{"replicaCount":2}}`)}}})
+	grab := &v1alpha2.ComponentSpec{Workload: raw(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding",` +
+		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"prod"}]}`)}
+	in.Component = func(v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+		return ResolvedComponent{ComponentName: "web", RevisionName: "web-v2", Spec: grab}, nil
+	}
+	for _, tc := range []struct {
+		name          string
+		clusterScoped func(schema.GroupVersionKind) bool
+		workloadNS    string
+	}{
+		{"a kind the hub knows is cluster-scoped", func(gvk schema.GroupVersionKind) bool { return gvk.Kind == "ClusterRoleBinding" }, ""},
+		{"a kind the hub does not know", nil, "prod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in.ClusterScoped = tc.clusterScoped
+			out, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns := out[0].Workload.GetNamespace(); ns != tc.workloadNS {
+				t.Errorf("the ClusterRoleBinding is rendered in namespace %q, want %q", ns, tc.workloadNS)
+			}
+			if ns := out[0].Traits[0].GetNamespace(); ns != "prod" {
+				t.Errorf("its namespaced trait is rendered in namespace %q, want the AppConfig's", ns)
+			}
+		})
+	}
+}
+
+// What cannot be a ManifestWork is not built: manifests over OCM's 500 KiB (their protobuf size, as its
+// webhook counts it), named by the largest component, and a work of no manifest at all.
+func TestBuildManifestWorkRefusesWhatOCMWouldRefuse(t *testing.T) {
+	app := &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "prod"}}
+	configMap := func(name string, size int) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "prod"}, "data": map[string]any{"blob": strings.Repeat("x", size)}}}
+	}
+	small := RenderedComponent{ComponentName: "small", Workload: configMap("small", 10<<10)}
+	if _, err := BuildManifestWork(app, "c1", []RenderedComponent{small}, ApplyOnceOff, nil); err != nil {
+		t.Fatalf("10 KiB: %v", err)
+	}
+	huge := RenderedComponent{ComponentName: "huge", Workload: configMap("huge", 400<<10)}
+	medium := RenderedComponent{ComponentName: "medium", Workload: configMap("medium", 150<<10)}
+	_, err := BuildManifestWork(app, "c1", []RenderedComponent{small, huge, medium}, ApplyOnceOff, nil)
+	var re *RenderError
+	if !errors.As(err, &re) || re.Reason != "ManifestsTooLarge" || re.Component != "huge" || !strings.Contains(re.Message, "500 KiB") {
+		t.Errorf("560 KiB of manifests: %v, want ManifestsTooLarge naming component huge and the limit", err)
+	}
+	if _, err := BuildManifestWork(app, "c1", nil, ApplyOnceOff, nil); !errors.As(err, &re) || re.Reason != "NothingToDeliver" {
+		t.Errorf("no component: %v, want NothingToDeliver", err)
 	}
 }

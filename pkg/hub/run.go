@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -58,6 +59,9 @@ type Options struct {
 	Shard Shard
 	// DeleteCompletedWorks runs the CompletedWorkReconciler.
 	DeleteCompletedWorks bool
+	// ClusterSetBindings is how placements are held to the ManagedClusterSets bound to an AppConfig's
+	// namespace (--cluster-set-bindings); empty means ClusterSetBindingsEnforce.
+	ClusterSetBindings ClusterSetBindings
 }
 
 // Validate checks the options, naming the flag of a wrong one.
@@ -79,6 +83,11 @@ func (o *Options) Validate() error {
 	if o.RevisionsKept < 1 {
 		return fmt.Errorf("--revisions-kept %d: want at least 1", o.RevisionsKept)
 	}
+	if o.ClusterSetBindings != "" {
+		if err := validClusterSetBindings(o.ClusterSetBindings); err != nil {
+			return err
+		}
+	}
 	return o.Shard.validate()
 }
 
@@ -86,7 +95,7 @@ func (o *Options) Validate() error {
 func Scheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, v1alpha2.AddToScheme, workv1.Install, clusterv1.Install, clusterv1beta1.Install,
+		clientgoscheme.AddToScheme, v1alpha2.AddToScheme, workv1.Install, clusterv1.Install, clusterv1beta1.Install, clusterv1beta2.Install,
 	} {
 		if err := add(s); err != nil {
 			return nil, err
@@ -109,7 +118,8 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return (&AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: o.ApplyOnceOnly,
-		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard, ReportBatch: o.ReportBatch}).SetupWithManager(mgr)
+		EarlierRevisionsKept: o.EarlierRevisionsKept, Workers: o.Workers, Shard: o.Shard, ReportBatch: o.ReportBatch,
+		ClusterSetBindings: o.ClusterSetBindings}).SetupWithManager(mgr)
 }
 
 // CacheOptions are what the hub's cache keeps; Run uses them, and so must anything else that runs the

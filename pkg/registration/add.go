@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/deploy"
@@ -38,6 +39,10 @@ type AddOptions struct {
 	LeaseDurationSeconds int32
 	// Labels are set on the ManagedCluster, for placements that select clusters by label.
 	Labels map[string]string
+	// ClusterSet is the ManagedClusterSet the cluster joins (its label
+	// cluster.open-cluster-management.io/clusterset), made if missing; empty: DefaultClusterSet for a
+	// new cluster, and an existing cluster keeps its set.
+	ClusterSet string
 	// TokenTimeout bounds the wait for the hub's token controller to fill the token Secret; zero: 30s.
 	TokenTimeout time.Duration
 }
@@ -66,7 +71,7 @@ func Add(ctx context.Context, hub *rest.Config, o AddOptions) (*Credential, erro
 	}
 	r := &registrar{kube: kube, clusters: clusters, o: o}
 	for _, step := range []func(context.Context) error{
-		r.ensureClusterRole, r.ensureManagedCluster, r.ensureNamespace, r.ensureAgentIdentity, r.ensureLease,
+		r.ensureClusterRole, r.ensureClusterSet, r.ensureManagedCluster, r.ensureNamespace, r.ensureAgentIdentity, r.ensureLease,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -93,7 +98,7 @@ func Add(ctx context.Context, hub *rest.Config, o AddOptions) (*Credential, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Credential{ClusterName: o.Name, Kubeconfig: kubeconfig}, nil
+	return &Credential{ClusterName: o.Name, ClusterSet: r.o.ClusterSet, Kubeconfig: kubeconfig}, nil
 }
 
 // registrar holds the clients and options of one Add.
@@ -132,12 +137,45 @@ func (r *registrar) ensureClusterRole(ctx context.Context) error {
 	return nil
 }
 
+// ensureClusterSet makes the ManagedClusterSet the cluster joins, of OCM's exclusive label, when it is
+// missing, and decides which set that is: the one asked for, else the set a registered cluster is in
+// already, else DefaultClusterSet.
+func (r *registrar) ensureClusterSet(ctx context.Context) error {
+	if r.o.ClusterSet == "" {
+		have, err := r.clusters.ClusterV1().ManagedClusters().Get(ctx, r.o.Name, metav1.GetOptions{})
+		switch {
+		case err == nil && have.Labels[clusterv1beta2.ClusterSetLabel] != "":
+			r.o.ClusterSet = have.Labels[clusterv1beta2.ClusterSetLabel] // an existing cluster keeps its set
+		case err != nil && !apierrors.IsNotFound(err):
+			return fmt.Errorf("get ManagedCluster %s: %w", r.o.Name, err)
+		default:
+			r.o.ClusterSet = DefaultClusterSet
+		}
+	}
+	set := &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: r.o.ClusterSet},
+		Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: clusterv1beta2.ExclusiveClusterSetLabel}}}
+	if _, err := r.clusters.ClusterV1beta2().ManagedClusterSets().Create(ctx, set, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ManagedClusterSet %s: %w", set.Name, err)
+	}
+	return nil
+}
+
+// clusterLabels are the labels Add gives the ManagedCluster: those asked for, Ferry's, and the set it
+// joins.
+func (r *registrar) clusterLabels() map[string]string {
+	labels := mergeLabels(r.o.Labels, ferryLabels())
+	if r.o.ClusterSet != "" {
+		labels[clusterv1beta2.ClusterSetLabel] = r.o.ClusterSet
+	}
+	return labels
+}
+
 func (r *registrar) ensureManagedCluster(ctx context.Context) error {
 	mcs := r.clusters.ClusterV1().ManagedClusters()
 	have, err := mcs.Get(ctx, r.o.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		mc := &clusterv1.ManagedCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: r.o.Name, Labels: mergeLabels(r.o.Labels, ferryLabels())},
+			ObjectMeta: metav1.ObjectMeta{Name: r.o.Name, Labels: r.clusterLabels()},
 			Spec:       clusterv1.ManagedClusterSpec{HubAcceptsClient: true, LeaseDurationSeconds: r.o.LeaseDurationSeconds},
 		}
 		if _, err := mcs.Create(ctx, mc, metav1.CreateOptions{}); err != nil {
@@ -151,7 +189,7 @@ func (r *registrar) ensureManagedCluster(ctx context.Context) error {
 	if err := ownedByFerry(have); err != nil {
 		return err
 	}
-	labels := mergeLabels(have.Labels, mergeLabels(r.o.Labels, ferryLabels()))
+	labels := mergeLabels(have.Labels, r.clusterLabels())
 	if equality.Semantic.DeepEqual(labels, have.Labels) && have.Spec.HubAcceptsClient && have.Spec.LeaseDurationSeconds == r.o.LeaseDurationSeconds {
 		return nil
 	}

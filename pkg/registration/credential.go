@@ -20,6 +20,8 @@ import (
 // Credential is a cluster agent's hub credential: the files of the Secret hub-kubeconfig-secret.
 type Credential struct {
 	ClusterName string
+	// ClusterSet is the ManagedClusterSet the cluster is in.
+	ClusterSet string
 	// Kubeconfig reaches the hub with the agent's ServiceAccount token, inline.
 	Kubeconfig []byte
 }

@@ -35,6 +35,11 @@ const (
 	// LeaseGraceTimes is how many lease durations without a renewal turn a cluster's Available
 	// condition Unknown; OCM's hub uses the same factor.
 	LeaseGraceTimes = 5
+
+	// DefaultClusterSet is the ManagedClusterSet a new cluster joins unless told another, as OCM's hub
+	// puts every new cluster into its set default: a ManagedClusterSetBinding of it in a namespace
+	// lets that namespace's AppConfigs reach the cluster.
+	DefaultClusterSet = "default"
 )
 
 // LeaseDuration is how often the agent renews lease: its spec.leaseDurationSeconds, or the default.

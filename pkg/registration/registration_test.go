@@ -21,6 +21,7 @@ import (
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -348,3 +349,56 @@ func startAvailabilityController(t *testing.T, hubConfig *rest.Config) *atomic.I
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A new cluster joins OCM's set default (made if missing, of OCM's exclusive label), or the set asked
+// for; adding a registered cluster again keeps the set it is in unless another is asked for.
+func TestAddPutsTheClusterIntoAClusterSet(t *testing.T) {
+	e := startEnv(t)
+	ctx := t.Context()
+	clusters := clusterclient.NewForConfigOrDie(e.Hub.Config)
+	setOf := func(name string) string {
+		t.Helper()
+		mc, err := clusters.ClusterV1().ManagedClusters().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mc.Labels[clusterv1beta2.ClusterSetLabel]
+	}
+	cred, err := registration.Add(ctx, e.Hub.Config, registration.AddOptions{Name: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := setOf("c1"); got != registration.DefaultClusterSet || cred.ClusterSet != got {
+		t.Errorf("c1 is in set %q (credential says %q), want %q", got, cred.ClusterSet, registration.DefaultClusterSet)
+	}
+	set, err := clusters.ClusterV1beta2().ManagedClusterSets().Get(ctx, registration.DefaultClusterSet, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the set c1 joined: %v", err)
+	}
+	if typ := set.Spec.ClusterSelector.SelectorType; typ != clusterv1beta2.ExclusiveClusterSetLabel {
+		t.Errorf("set %s selects by %q, want OCM's exclusive label", set.Name, typ)
+	}
+
+	if _, err := registration.Add(ctx, e.Hub.Config, registration.AddOptions{Name: "c2", ClusterSet: "team-a"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := setOf("c2"); got != "team-a" {
+		t.Errorf("c2 is in set %q, want team-a", got)
+	}
+	if _, err := clusters.ClusterV1beta2().ManagedClusterSets().Get(ctx, "team-a", metav1.GetOptions{}); err != nil {
+		t.Errorf("the set team-a was not made: %v", err)
+	}
+	again, err := registration.Add(ctx, e.Hub.Config, registration.AddOptions{Name: "c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := setOf("c2"); got != "team-a" || again.ClusterSet != "team-a" {
+		t.Errorf("adding c2 again moved it to set %q (credential says %q), want it kept in team-a", got, again.ClusterSet)
+	}
+	if _, err := registration.Add(ctx, e.Hub.Config, registration.AddOptions{Name: "c2", ClusterSet: "team-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := setOf("c2"); got != "team-b" {
+		t.Errorf("c2 asked into team-b is in %q", got)
+	}
+}

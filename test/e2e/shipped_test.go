@@ -112,13 +112,17 @@ func render(t testing.TB, dir string) *shipped.Install {
 	return in
 }
 
-// startShippedHub installs deploy/hub on the hub but for its Deployment and runs binary as that
-// Deployment's container, with overrides on top of what every local run overrides; it returns once
-// ferry-hub is ready.
+// startShippedHub installs deploy/hub on the hub but for its Deployment, binds OCM's global
+// ManagedClusterSet to namespace default, and runs binary as that Deployment's container, with
+// overrides on top of what every local run overrides; it returns once ferry-hub is ready.
 func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
 	t.Helper()
 	h, err := shipped.InstallHub(t.Context(), filepath.Join(repoRoot(t), "deploy"), hub.Name, hub.Config, filepath.Join(t.TempDir(), "ferry-hub.kubeconfig"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The hub's administrator lets the namespace the tests' AppConfigs live in reach every cluster.
+	if err := hub.BindGlobalClusterSet(t.Context(), "default"); err != nil {
 		t.Fatal(err)
 	}
 	cmd, health, _, err := h.Command(binary, hub.Name, overrides...)

@@ -328,6 +328,17 @@ func deliverAppConfig(t *testing.T, dyn dynamic.Interface, kube kubernetes.Inter
 			"components": []any{map[string]any{"componentName": "idle"}},
 		},
 	}}
+	// As a hub administrator lets a namespace's AppConfigs reach clusters: `clusters add` put the cluster
+	// into the ManagedClusterSet default; bound to namespace default, it may be delivered to from there.
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
+		"metadata": map[string]any{"name": registration.DefaultClusterSet, "namespace": "default"},
+		"spec":     map[string]any{"clusterSet": registration.DefaultClusterSet},
+	}}
+	bindings := schema.GroupVersionResource{Group: "cluster.open-cluster-management.io", Version: "v1beta2", Resource: "managedclustersetbindings"}
+	if _, err := dyn.Resource(bindings).Namespace("default").Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("bind ManagedClusterSet %s to namespace default: %v", registration.DefaultClusterSet, err)
+	}
 	if _, err := dyn.Resource(appConfigResource.GroupVersion().WithResource("components")).Namespace("default").Create(ctx, component, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Component: %v", err)
 	}

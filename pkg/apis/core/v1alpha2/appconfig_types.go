@@ -183,7 +183,67 @@ type ApplicationConfigurationStatus struct {
 	// Rollout is where the rollout of spec.rollout stands; absent without spec.rollout.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// Placement is where the placement reached: the clusters the application is delivered to, and
+	// those its placement names that no ManagedClusterSet bound to the AppConfig's namespace holds.
+	// It is what a user who may read only her own namespace sees of her clusters.
+	// +optional
+	Placement *PlacementStatus `json:"placement,omitempty"`
 }
+
+// PlacementStatus is where an AppConfig's placement reached, bounded like the rest of the status.
+type PlacementStatus struct {
+	// Clusters are the clusters the application is delivered to, the first MaxClustersListed by name;
+	// summary.clusters counts them all.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	Clusters []string `json:"clusters,omitempty"`
+
+	// Refused are the clusters the placement names that are in no ManagedClusterSet bound to the
+	// AppConfig's namespace by a ManagedClusterSetBinding, the first MaxClustersListed by name. They
+	// get no ManifestWork, unless the hub only audits its bindings (see ClusterSetBindingsAudit).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	Refused []string `json:"refused,omitempty"`
+
+	// RefusedClusters counts every refused cluster.
+	// +optional
+	RefusedClusters int32 `json:"refusedClusters,omitempty"`
+
+	// ClusterSetBindings is how the hub held the placement to the namespace's bindings: Enforce
+	// (refused clusters get no work) or Audit (they are only reported).
+	// +optional
+	ClusterSetBindings ClusterSetBindingsMode `json:"clusterSetBindings,omitempty"`
+}
+
+// ClusterSetBindingsMode is how ferry-hub holds an AppConfig's placement to the ManagedClusterSets
+// bound to its namespace, as Pod Security admission's modes: enforced, or only audited.
+// +kubebuilder:validation:Enum=Enforce;Audit
+type ClusterSetBindingsMode string
+
+const (
+	// ClusterSetBindingsEnforce delivers only to clusters of sets bound to the AppConfig's namespace.
+	ClusterSetBindingsEnforce ClusterSetBindingsMode = "Enforce"
+	// ClusterSetBindingsAudit delivers to every cluster the placement names and reports those the
+	// bindings would refuse: the step of an upgrade before enforcing.
+	ClusterSetBindingsAudit ClusterSetBindingsMode = "Audit"
+)
+
+// The condition an AppConfig's status carries about its bindings, and its reasons.
+const (
+	// ConditionClustersBound is True when every cluster the placement names is in a ManagedClusterSet
+	// bound to the AppConfig's namespace.
+	ConditionClustersBound = "ClustersBound"
+	// ReasonAllClustersBound: every cluster the placement names is allowed.
+	ReasonAllClustersBound = "AllClustersBound"
+	// ReasonClustersNotBound: some clusters are refused and get no work (also Ready's reason when the
+	// placement reaches none).
+	ReasonClustersNotBound = "ClustersNotBound"
+	// ReasonClustersNotBoundAudit: some clusters would be refused; the hub only audits, and delivers.
+	ReasonClustersNotBoundAudit = "ClustersNotBoundAudit"
+)
 
 const (
 	// MaxClustersListed is how many clusters that are not fine an AppConfig's status lists.
@@ -333,6 +393,7 @@ type Summary struct {
 // +kubebuilder:printcolumn:name="AVAILABLE",type=string,JSONPath=".status.summary.available"
 // +kubebuilder:printcolumn:name="HEALTHY",type=string,JSONPath=".status.summary.healthy"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="REFUSED",type=integer,priority=1,JSONPath=".status.placement.refusedClusters",description="Clusters the placement names that no ManagedClusterSet bound to the namespace holds"
 type ApplicationConfiguration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -90,7 +90,7 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 			columns   []string
 			shortName string
 		}{
-			"applicationconfigurations": {[]string{"CLUSTERS", "APPLIED", "AVAILABLE", "HEALTHY", "AGE"}, "appconfig"},
+			"applicationconfigurations": {[]string{"CLUSTERS", "APPLIED", "AVAILABLE", "HEALTHY", "AGE", "REFUSED"}, "appconfig"},
 			"components":                {[]string{"WORKLOAD-KIND", "LATEST-REVISION", "AGE"}, "comp"},
 			"traitdefinitions":          {[]string{"DEFINITION-NAME", "REVISION-ENABLED", "PATCH", "AGE"}, "trait"},
 			"workloaddefinitions":       {[]string{"DEFINITION-NAME", "AGE"}, "workload"},
