@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -211,8 +212,27 @@ rules:
 			t.Errorf("kubectl ferry status appconfig as alice does not say %q:\n%s", says, status)
 		}
 	}
-	if rollout := ferry("rollout", "status", "grab", "-n", "team-a"); !strings.Contains(rollout, "team-a/grab") {
-		t.Errorf("kubectl ferry rollout status as alice:\n%s", rollout)
+	// A second application of hers rolls out, stage by stage, over her clusters alone.
+	run(hubKC, "alice", `
+apiVersion: core.oam.dev/v1alpha2
+kind: Component
+metadata: {name: notes, namespace: team-a}
+spec:
+  workload: {apiVersion: v1, kind: ConfigMap, data: {note: rolled}}
+---
+apiVersion: core.oam.dev/v1alpha2
+kind: ApplicationConfiguration
+metadata: {name: notes, namespace: team-a}
+spec:
+  placement: {clusterSelector: {}}
+  components: [{componentName: notes}]
+  executor: {subject: {type: ServiceAccount, serviceAccount: {namespace: team-a, name: deployer}}}
+  rollout: {stages: [{name: all}]}
+`, "create", "-f", "-")
+	rollout := ferry("rollout", "status", "notes", "-n", "team-a", "--watch", "--timeout", "2m")
+	stage := regexp.MustCompile(`(?m)^all\s+1\s+1\s+1\s+0\s`) // STAGE CLUSTERS UPDATED SUCCEEDED FAILED: cluster1 alone
+	if !strings.Contains(rollout, "Complete") || !stage.MatchString(rollout) {
+		t.Errorf("kubectl ferry rollout status as alice, want stage all Complete on her one cluster:\n%s", rollout)
 	}
 
 	// An administrator binds set default (both clusters): cluster2 gets the application. Deleting that
