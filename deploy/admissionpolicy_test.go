@@ -12,11 +12,58 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
-// What the admission policy tests share: the ValidatingAdmissionPolicies of a rendering picked by
-// name, a user's grants, and polling until a new policy or grant takes effect.
+// What the admission policy tests share: a real API server with some policies applied and a user to
+// refuse, the ValidatingAdmissionPolicies of a rendering picked by name, a user's grants, and polling
+// until a new policy or grant takes effect.
+
+// policyEnv is what an admission policy test runs against: a real API server with the objects the
+// test applied, and a user with no rights until the test grants them.
+type policyEnv struct {
+	*localcluster.Environment
+	// adminDyn is a dynamic client of the hub's administrator (system:masters).
+	adminDyn dynamic.Interface
+	// userConfig and userDyn are the user's client configuration and dynamic client.
+	userConfig *rest.Config
+	userDyn    dynamic.Interface
+	// grant grants the user Roles and ClusterRoles with the administrator's client.
+	grant granter
+}
+
+// startPolicyEnv starts a real API server, applies objs to it (the policies under test and their
+// bindings), creates namespace (none if it is ""), and adds user with no rights, for the test to grant.
+func startPolicyEnv(t *testing.T, namespace, user string, objs []*unstructured.Unstructured) *policyEnv {
+	t.Helper()
+	env := localcluster.StartForTest(t, localcluster.Options{})
+	apply(t, env.Hub.Kubeconfig, objs, "")
+	admin, err := kubernetes.NewForConfig(env.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if namespace != "" {
+		newPolicyNamespace(t, admin, namespace)
+	}
+	userConfig, err := env.Hub.AddUser(user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userDyn, err := dynamic.NewForConfig(userConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminDyn, err := dynamic.NewForConfig(env.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policyEnv{Environment: env, adminDyn: adminDyn, userConfig: userConfig, userDyn: userDyn,
+		grant: granter{t: t, admin: admin, user: user}}
+}
 
 // policiesNamed returns the ValidatingAdmissionPolicies of objs with those names and their bindings
 // (named as their policies), failing the test unless each has exactly one of each.

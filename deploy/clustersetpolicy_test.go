@@ -8,10 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
 var (
@@ -24,33 +20,13 @@ var (
 // named after the set, and a binding must have its set's name, as OCM's registration webhook checks.
 func TestClusterSetBindPolicyRefusesABindingWithoutBind(t *testing.T) {
 	kubectl(t)
-	env := localcluster.StartForTest(t, localcluster.Options{})
 	_, objs := render(t, "hub")
-	apply(t, env.Hub.Kubeconfig, policiesNamed(t, objs, "ferry-clusterset-bind"), "")
-
-	admin, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "team-a"
-	newPolicyNamespace(t, admin, ns)
-	g := granter{t: t, admin: admin, user: "alice"}
-	g.role(ns, "bindings", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersetbindings"},
+	env := startPolicyEnv(t, ns, "alice", policiesNamed(t, objs, "ferry-clusterset-bind"))
+	env.grant.role(ns, "bindings", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersetbindings"},
 		Verbs: []string{"get", "list", "create", "update", "patch", "delete"}})
-	userConfig, err := env.Hub.AddUser("alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	userDyn, err := dynamic.NewForConfig(userConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminDyn, err := dynamic.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bindings := userDyn.Resource(managedClusterSetBindings).Namespace(ns)
-	adminBindings := adminDyn.Resource(managedClusterSetBindings).Namespace(ns)
+	bindings := env.userDyn.Resource(managedClusterSetBindings).Namespace(ns)
+	adminBindings := env.adminDyn.Resource(managedClusterSetBindings).Namespace(ns)
 	binding := func(name, set string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cluster.open-cluster-management.io/v1beta2", "kind": "ManagedClusterSetBinding",
@@ -71,7 +47,7 @@ func TestClusterSetBindPolicyRefusesABindingWithoutBind(t *testing.T) {
 		"alice", "ManagedClusterSet blue", "namespace team-a", "verb create on managedclustersets/bind named blue", "resourceNames [blue]")
 
 	// The binding's name must be its set's, whoever writes it: on create, and on update.
-	_, err = adminBindings.Create(t.Context(), binding("other", "blue"), metav1.CreateOptions{})
+	_, err := adminBindings.Create(t.Context(), binding("other", "blue"), metav1.CreateOptions{})
 	wantRefused(t, "a binding named other for the set blue", err, "ferry-clusterset-bind",
 		"the ManagedClusterSetBinding must have the same name as the target ManagedClusterSet")
 	_, err = bindings.Create(t.Context(), binding("other", "blue"), metav1.CreateOptions{})
@@ -87,7 +63,7 @@ func TestClusterSetBindPolicyRefusesABindingWithoutBind(t *testing.T) {
 	wantRefused(t, "an update of binding green to the set blue", err, "ferry-clusterset-bind", "same name")
 
 	// With bind on the set blue (a cluster-scoped grant), alice binds blue, and only blue.
-	g.clusterRole("bind-blue", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/bind"},
+	env.grant.clusterRole("bind-blue", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/bind"},
 		Verbs: []string{"create"}, ResourceNames: []string{"blue"}})
 	pollPolicy(t, "alice's binding is admitted once she may bind blue", func(ctx context.Context) bool {
 		_, err := bindings.Create(ctx, binding("blue", "blue"), metav1.CreateOptions{})
@@ -112,33 +88,14 @@ func TestClusterSetBindPolicyRefusesABindingWithoutBind(t *testing.T) {
 // OCM's registration webhook checks; other changes need nothing more.
 func TestClusterSetJoinPolicyRefusesALabelWithoutJoin(t *testing.T) {
 	kubectl(t)
-	env := localcluster.StartForTest(t, localcluster.Options{})
 	_, objs := render(t, "hub")
-	apply(t, env.Hub.Kubeconfig, policiesNamed(t, objs, "ferry-clusterset-join"), "")
-
-	admin, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := granter{t: t, admin: admin, user: "alice"}
-	g.clusterRole("managedclusters", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters"},
+	env := startPolicyEnv(t, "", "alice", policiesNamed(t, objs, "ferry-clusterset-join"))
+	env.grant.clusterRole("managedclusters", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters"},
 		Verbs: []string{"get", "list", "create", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclusters/status"},
 			Verbs: []string{"update", "patch"}})
-	userConfig, err := env.Hub.AddUser("alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	userDyn, err := dynamic.NewForConfig(userConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminDyn, err := dynamic.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusters := userDyn.Resource(managedClusters)
-	adminClusters := adminDyn.Resource(managedClusters)
+	clusters := env.userDyn.Resource(managedClusters)
+	adminClusters := env.adminDyn.Resource(managedClusters)
 	const label = "cluster.open-cluster-management.io/clusterset"
 	cluster := func(name string, labels map[string]string) *unstructured.Unstructured {
 		c := &unstructured.Unstructured{Object: map[string]any{
@@ -178,7 +135,7 @@ func TestClusterSetJoinPolicyRefusesALabelWithoutJoin(t *testing.T) {
 	})
 	wantRefused(t, "adding cluster1 to the set red", refusal, "ferry-clusterset-join",
 		"alice", "add ManagedCluster cluster1 to ManagedClusterSet red", "verb create on managedclustersets/join named red", "resourceNames [red]")
-	_, err = clusters.Create(t.Context(), cluster("cluster3", map[string]string{label: "red"}), metav1.CreateOptions{})
+	_, err := clusters.Create(t.Context(), cluster("cluster3", map[string]string{label: "red"}), metav1.CreateOptions{})
 	wantRefused(t, "creating cluster3 in the set red", err, "ferry-clusterset-join", "ManagedClusterSet red", "managedclustersets/join named red")
 	err = relabel(t.Context(), "cluster2", map[string]string{label: "red", "env": "dev"})
 	wantRefused(t, "moving cluster2 from the set blue to red", err, "ferry-clusterset-join",
@@ -206,14 +163,14 @@ func TestClusterSetJoinPolicyRefusesALabelWithoutJoin(t *testing.T) {
 	}
 
 	// join on red only: cluster1 joins red, cluster2 still may not leave blue; with blue too, it may.
-	g.clusterRole("join-red", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/join"},
+	env.grant.clusterRole("join-red", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/join"},
 		Verbs: []string{"create"}, ResourceNames: []string{"red"}})
 	pollPolicy(t, "cluster1 joins red once alice may join red", func(ctx context.Context) bool {
 		return relabel(ctx, "cluster1", map[string]string{label: "red"}) == nil
 	})
 	err = relabel(t.Context(), "cluster2", map[string]string{label: "red", "env": "prod"})
 	wantRefused(t, "moving cluster2 from blue to red with join on red only", err, "ferry-clusterset-join", "from ManagedClusterSet blue")
-	g.clusterRole("join-blue", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/join"},
+	env.grant.clusterRole("join-blue", rbacv1.PolicyRule{APIGroups: []string{"cluster.open-cluster-management.io"}, Resources: []string{"managedclustersets/join"},
 		Verbs: []string{"create"}, ResourceNames: []string{"blue"}})
 	pollPolicy(t, "cluster2 moves from blue to red once alice may join both", func(ctx context.Context) bool {
 		return relabel(ctx, "cluster2", map[string]string{label: "red", "env": "prod"}) == nil

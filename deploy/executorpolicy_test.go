@@ -6,19 +6,14 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
-
-	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
 // The hub's ValidatingAdmissionPolicy, as deploy/hub installs it, enforced by a real API server: a
@@ -27,38 +22,13 @@ import (
 // checks; an update that leaves the executor alone needs nothing more.
 func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 	kubectl(t)
-	env := localcluster.StartForTest(t, localcluster.Options{})
 	_, objs := render(t, "hub")
-	// The executor policies (ManifestWorks, AppConfigs) and their bindings.
-	apply(t, env.Hub.Kubeconfig, policiesNamed(t, objs, "ferry-manifestwork-executor", "ferry-appconfig-executor"), "")
-
-	admin, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "cluster1"
-	if _, err := admin.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	grant := func(name string, rules ...rbacv1.PolicyRule) {
-		t.Helper()
-		if _, err := admin.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: "User", Name: "team-a", APIGroup: "rbac.authorization.k8s.io"}}}
-		if _, err := admin.RbacV1().RoleBindings(ns).Create(t.Context(), rb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	grant("manifestworks", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+	// The executor policies (ManifestWorks, AppConfigs) and their bindings.
+	env := startPolicyEnv(t, ns, "team-a", policiesNamed(t, objs, "ferry-manifestwork-executor", "ferry-appconfig-executor"))
+	env.grant.role(ns, "manifestworks", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
 		Verbs: []string{"get", "list", "create", "update", "patch", "delete"}})
-	userConfig, err := env.Hub.AddUser("team-a", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user, err := workclientset.NewForConfig(userConfig)
+	user, err := workclientset.NewForConfig(env.userConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +70,7 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 		t.Errorf("a work without an executor: %v", err)
 	}
 
-	grant("execute-as-deployer", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+	env.grant.role(ns, "execute-as-deployer", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
 		Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:apps:deployer"}})
 	poll("the work is admitted once team-a may execute as the ServiceAccount", func(ctx context.Context) bool {
 		_, err := works.Create(ctx, work("deployer-work", "deployer"), metav1.CreateOptions{})
@@ -130,13 +100,9 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 
 	// The same for an AppConfig, whose executor ferry-hub copies into its works: execute-as on
 	// applicationconfigurations.
-	grant("appconfigs", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+	env.grant.role(ns, "appconfigs", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
 		Verbs: []string{"get", "create", "update"}})
-	dyn, err := dynamic.NewForConfig(userConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appConfigs := dyn.Resource(schema.GroupVersionResource{Group: "core.oam.dev", Version: "v1alpha2", Resource: "applicationconfigurations"}).Namespace(ns)
+	appConfigs := env.userDyn.Resource(schema.GroupVersionResource{Group: "core.oam.dev", Version: "v1alpha2", Resource: "applicationconfigurations"}).Namespace(ns)
 	appConfig := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "core.oam.dev/v1alpha2", "kind": "ApplicationConfiguration",
 		"metadata": map[string]any{"name": "shop"},
@@ -153,7 +119,7 @@ func TestExecutorPolicyRefusesAnExecutorTheUserMayNotExecuteAs(t *testing.T) {
 	if !strings.Contains(refusal.Error(), "apps/shop-deployer") || !strings.Contains(refusal.Error(), "applicationconfigurations") {
 		t.Errorf("the AppConfig's refusal %q names neither the ServiceAccount nor the resource", refusal)
 	}
-	grant("execute-as-shop-deployer", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+	env.grant.role(ns, "execute-as-shop-deployer", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
 		Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:apps:shop-deployer"}})
 	poll("the AppConfig is admitted once team-a may execute as the ServiceAccount", func(ctx context.Context) bool {
 		_, err := appConfigs.Create(ctx, appConfig, metav1.CreateOptions{})

@@ -12,13 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
-
-	"github.com/ferry-mc/ferry/internal/localcluster"
 )
 
 // workAgentUser is OCM's name for the work agent's own identity, which a work or an AppConfig with no
@@ -34,36 +30,16 @@ var applicationConfigurations = schema.GroupVersionResource{Group: "core.oam.dev
 // executor as it was need nothing more.
 func TestAppConfigPolicyRefusesNoExecutorWithoutExecuteAsTheWorkAgent(t *testing.T) {
 	kubectl(t)
-	env := localcluster.StartForTest(t, localcluster.Options{})
 	_, objs := render(t, "hub")
-	apply(t, env.Hub.Kubeconfig, policiesNamed(t, objs, "ferry-appconfig-executor"), "")
-
-	admin, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "team-a"
-	newPolicyNamespace(t, admin, ns)
-	g := granter{t: t, admin: admin, user: "alice"}
-	g.role(ns, "appconfigs", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+	env := startPolicyEnv(t, ns, "alice", policiesNamed(t, objs, "ferry-appconfig-executor"))
+	env.grant.role(ns, "appconfigs", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
 		Verbs: []string{"get", "list", "create", "update", "patch", "delete"}})
 	// alice may execute as apps/deployer, so that naming it is not what is refused below.
-	g.role(ns, "execute-as-deployer", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+	env.grant.role(ns, "execute-as-deployer", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
 		Verbs: []string{"execute-as"}, ResourceNames: []string{"system:serviceaccount:apps:deployer"}})
-	userConfig, err := env.Hub.AddUser("alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	userDyn, err := dynamic.NewForConfig(userConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adminDyn, err := dynamic.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appConfigs := userDyn.Resource(applicationConfigurations).Namespace(ns)
-	adminAppConfigs := adminDyn.Resource(applicationConfigurations).Namespace(ns)
+	appConfigs := env.userDyn.Resource(applicationConfigurations).Namespace(ns)
+	adminAppConfigs := env.adminDyn.Resource(applicationConfigurations).Namespace(ns)
 	appConfig := func(name, executor string) *unstructured.Unstructured {
 		spec := map[string]any{"components": []any{map[string]any{"componentName": "web"}}}
 		if executor != "" {
@@ -131,7 +107,7 @@ func TestAppConfigPolicyRefusesNoExecutorWithoutExecuteAsTheWorkAgent(t *testing
 	wantRefused(t, "removing the executor of deployed", removeExecutor(t.Context(), "deployed"), "ferry-appconfig-executor",
 		"remove the executor of ApplicationConfiguration deployed", "applicationconfigurations named "+workAgentUser)
 
-	g.role(ns, "execute-as-work-agent", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
+	env.grant.role(ns, "execute-as-work-agent", rbacv1.PolicyRule{APIGroups: []string{"core.oam.dev"}, Resources: []string{"applicationconfigurations"},
 		Verbs: []string{"execute-as"}, ResourceNames: []string{workAgentUser}})
 	pollPolicy(t, "the AppConfig is admitted once alice may execute as the work agent", func(ctx context.Context) bool {
 		_, err := appConfigs.Create(ctx, appConfig("plain", ""), metav1.CreateOptions{})
@@ -174,7 +150,6 @@ func TestNilExecutorComponentRefusesAWorkWithoutExecutor(t *testing.T) {
 		t.Errorf("the overlay renders %d objects, want deploy/hub's %d and the component's policy and binding", len(objs), len(hubObjs))
 	}
 
-	env := localcluster.StartForTest(t, localcluster.Options{})
 	var ferryHubRBAC []*unstructured.Unstructured
 	for _, o := range objs {
 		if (o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding") && o.GetName() == "ferry-hub" {
@@ -184,22 +159,11 @@ func TestNilExecutorComponentRefusesAWorkWithoutExecutor(t *testing.T) {
 	if len(ferryHubRBAC) != 2 {
 		t.Fatalf("the overlay renders %d ClusterRoles and ClusterRoleBindings named ferry-hub, want 2", len(ferryHubRBAC))
 	}
-	apply(t, env.Hub.Kubeconfig, append(policiesNamed(t, objs, policy), ferryHubRBAC...), "")
-
-	admin, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "cluster1"
-	newPolicyNamespace(t, admin, ns)
-	g := granter{t: t, admin: admin, user: "alice"}
-	g.role(ns, "manifestworks", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+	env := startPolicyEnv(t, ns, "alice", append(policiesNamed(t, objs, policy), ferryHubRBAC...))
+	env.grant.role(ns, "manifestworks", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
 		Verbs: []string{"get", "list", "create", "update", "patch", "delete"}})
-	userConfig, err := env.Hub.AddUser("alice", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	works := policyWorkClient(t, userConfig).WorkV1().ManifestWorks(ns)
+	works := policyWorkClient(t, env.userConfig).WorkV1().ManifestWorks(ns)
 	adminWorks := policyWorkClient(t, env.Hub.Config).WorkV1().ManifestWorks(ns)
 	work := func(name, executor string) *workv1.ManifestWork {
 		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
@@ -261,7 +225,7 @@ func TestNilExecutorComponentRefusesAWorkWithoutExecutor(t *testing.T) {
 		return err == nil
 	})
 
-	g.role(ns, "execute-as-work-agent", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
+	env.grant.role(ns, "execute-as-work-agent", rbacv1.PolicyRule{APIGroups: []string{"work.open-cluster-management.io"}, Resources: []string{"manifestworks"},
 		Verbs: []string{"execute-as"}, ResourceNames: []string{workAgentUser}})
 	pollPolicy(t, "the work is admitted once alice may execute as the work agent", func(ctx context.Context) bool {
 		_, err := works.Create(ctx, work("plain", ""), metav1.CreateOptions{})
