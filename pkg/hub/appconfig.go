@@ -94,6 +94,32 @@ type AppConfigReconciler struct {
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
 // reference to the AppConfig cannot point: they are mapped back by their labels.
 func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.setUpCache(mgr); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("appconfigs").
+		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
+		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
+		Watches(&workv1.ManifestWork{}, batchedReports{appConfigsOf: appConfigsOfWork, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
+			changed: r.checked.changed, observe: r.verdicts.observe}).
+		Watches(&v1alpha2.Component{}, r.appConfigsOf(inItsNamespace)).
+		// Only a cluster's labels and its coming and going change a placement; its status does not.
+		Watches(&managedCluster{}, r.appConfigsOf(everywhere), builder.WithPredicates(placementChanged)).
+		Watches(&placementDecision{}, r.appConfigsOf(inItsNamespace)).
+		// What an AppConfig may reach: a binding moves its namespace's AppConfigs, a set any of them.
+		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, r.appConfigsOf(inItsNamespace), builder.WithPredicates(bindingChanged)).
+		Watches(&clusterv1beta2.ManagedClusterSet{}, r.appConfigsOf(everywhere), builder.WithPredicates(bindingChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
+		Build(r)
+	r.controller = c
+	return err
+}
+
+// setUpCache gives the reconciler what it reads besides its client: the manager's API reader, event
+// recorder and cache, the cache's works indexed by AppConfig and its ManagedClusters, and the verdicts
+// on the works, which the work events feed.
+func (r *AppConfigReconciler) setUpCache(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -121,252 +147,84 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.clusters = func(context.Context) ([]*clusterv1.ManagedCluster, error) { return cachedClusters.all() }
-	byLabels := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	r.byLabels = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if app, ok := appConfigOfLabels(o); ok {
 			return []reconcile.Request{{NamespacedName: app}}
 		}
 		return nil
 	})
-	// A ManifestWork of an AppConfig's name that Ferry did not write for it blocks the AppConfig's
-	// delivery to that cluster, and the index does not see it: its name finds the AppConfig, so that
-	// deleting or relabelling it brings the AppConfig back at once.
-	labelsOrName := func(_ context.Context, o client.Object) []reconcile.Request {
-		var out []reconcile.Request
-		labelled, ok := appConfigOfLabels(o)
-		if ok {
-			out = append(out, reconcile.Request{NamespacedName: labelled})
-		}
-		if named, ok := appConfigOfWorkName(o.GetName()); ok && named != labelled {
-			out = append(out, reconcile.Request{NamespacedName: named})
-		}
-		return out
-	}
 	r.verdicts = newClusterVerdicts(r.Shard.ownsObject)
-	workEvents := batchedReports{appConfigsOf: labelsOrName, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
-		changed: r.checked.changed, observe: r.verdicts.observe}
-	allInNamespace := func(all bool) handler.EventHandler {
-		return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			// A cluster's labels, a PlacementDecision or a Component: delivery passes look again.
-			r.checked.changed()
-			apps := &v1alpha2.ApplicationConfigurationList{}
-			var opts []client.ListOption
-			if !all {
-				opts = append(opts, client.InNamespace(o.GetNamespace()))
-			}
-			if err := r.Client.List(ctx, apps, opts...); err != nil {
-				return nil
-			}
-			out := make([]reconcile.Request, 0, len(apps.Items))
-			for _, a := range apps.Items {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
-			}
-			return out
-		})
-	}
-	r.byLabels = byLabels
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named("appconfigs").
-		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
-		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
-		Watches(&workv1.ManifestWork{}, workEvents).
-		Watches(&v1alpha2.Component{}, allInNamespace(false)).
-		// Only a cluster's labels and its coming and going change a placement; its status does not.
-		Watches(&managedCluster{}, allInNamespace(true), builder.WithPredicates(placementChanged)).
-		Watches(&placementDecision{}, allInNamespace(false)).
-		// What an AppConfig may reach: a binding moves its namespace's AppConfigs, a set any of them.
-		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, allInNamespace(false), builder.WithPredicates(bindingChanged)).
-		Watches(&clusterv1beta2.ManagedClusterSet{}, allInNamespace(true), builder.WithPredicates(bindingChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(r.Workers, DefaultWorkers)}).
-		Build(r)
-	r.controller = c
-	return err
+	return nil
 }
 
-// Reconcile implements reconcile.Reconciler.
+// appConfigsOfWork are the AppConfigs a ManifestWork's event concerns: the one its labels name, and the
+// one its name is of. A work of an AppConfig's name that Ferry did not write for it blocks the
+// AppConfig's delivery to that cluster, and the index does not see it: its name finds the AppConfig,
+// so that deleting or relabelling it brings the AppConfig back at once.
+func appConfigsOfWork(_ context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	labelled, ok := appConfigOfLabels(o)
+	if ok {
+		out = append(out, reconcile.Request{NamespacedName: labelled})
+	}
+	if named, ok := appConfigOfWorkName(o.GetName()); ok && named != labelled {
+		out = append(out, reconcile.Request{NamespacedName: named})
+	}
+	return out
+}
+
+// Which AppConfigs an object's change concerns: those of its namespace, or all of them.
+const (
+	inItsNamespace = false
+	everywhere     = true
+)
+
+// appConfigsOf enqueues, for a change of a cluster's labels, a PlacementDecision, a Component or what
+// binds clusters to namespaces, the AppConfigs of the object's namespace (or all of them), and has their
+// delivery passes look again.
+func (r *AppConfigReconciler) appConfigsOf(all bool) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		r.checked.changed()
+		apps := &v1alpha2.ApplicationConfigurationList{}
+		var opts []client.ListOption
+		if !all {
+			opts = append(opts, client.InNamespace(o.GetNamespace()))
+		}
+		if err := r.Client.List(ctx, apps, opts...); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(apps.Items))
+		for _, a := range apps.Items {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Name}})
+		}
+		return out
+	})
+}
+
+// Reconcile implements reconcile.Reconciler: one pass of the steps, ending in one status patch.
 func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.Shard.ownsObject(req.NamespacedName) {
 		// Another shard delivers it: this one never writes its works, finalizer or status.
 		r.checked.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	seen := r.checked.now() // before the cache is read (see deliveryChecks)
-	app := &v1alpha2.ApplicationConfiguration{}
-	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.checked.forget(req.NamespacedName)
+	p := &appConfigPass{key: req.NamespacedName, seen: r.checked.now()} // before the cache is read (see deliveryChecks)
+	for _, step := range r.steps() {
+		done, err := step(ctx, p)
+		if err != nil {
+			return p.result, err
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if app.DeletionTimestamp != nil {
-		r.checked.forget(req.NamespacedName)
-		return r.finalize(ctx, app)
-	}
-	if app.Spec.Rollout != nil {
-		// A rollout decides from its own record (the stable revision, a halt) in the status: read as
-		// the API server has it, not as a cache that may not have seen the last write of it yet.
-		fresh := &v1alpha2.ApplicationConfiguration{}
-		if err := r.APIReader.Get(ctx, req.NamespacedName, fresh); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		app = fresh
-	}
-	if controllerutil.AddFinalizer(app, AppConfigFinalizer) {
-		if err := r.Client.Update(ctx, app); err != nil {
-			if apierrors.IsConflict(err) {
-				// The AppConfig changed since the cache saw it: its watch event brings it back.
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		if done {
+			break
 		}
 	}
-
-	rendered, err := Render(RenderInput{
-		App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx),
-		PublishedPatches: r.publishedPatches(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
-		ClusterScoped: clusterScopedIn(r.Mapper),
-	})
-	var re *RenderError
-	var pending *PatchesPendingError
-	switch {
-	case errors.As(err, &re):
-		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
-	case errors.As(err, &pending):
-		// The workload is held back, as it was, until it can change once with every patch (seed
-		// 002). The patch traits are published for their controllers; their watches bring the
-		// AppConfig back, and the requeue covers a ConfigMap published after its trait turned Ready.
-		if err := r.publishPatchTraits(ctx, app, pending.Component, pending.Traits); err != nil {
-			var re *RenderError
-			if errors.As(err, &re) {
-				return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
-			}
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForPatchTraits", Message: pending.Error()}, app.Status.Rollout, nil)
-	case err != nil:
-		return ctrl.Result{}, err
+	if err := r.patchStatus(ctx, p); err != nil {
+		return p.result, errors.Join(p.err, err)
 	}
-	if err := r.deleteStalePatchTraits(ctx, app, rendered); err != nil {
-		return ctrl.Result{}, err
+	if err := r.takeResume(ctx, p); err != nil {
+		return p.result, err
 	}
-	if err := r.recordPatchedRevisions(ctx, app, rendered); err != nil {
-		return ctrl.Result{}, err
-	}
-	target, err := buildRevisionBase(app, rendered, r.ApplyOnceOnly, r.Mapper)
-	if errors.As(err, &re) {
-		// Too large or empty to be a ManifestWork: nothing of it is delivered, what was stays.
-		return ctrl.Result{RequeueAfter: 30 * time.Second}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var keep []string // a rollout's revisions stay as long as it needs them
-	if ro := app.Status.Rollout; ro != nil {
-		keep = append(keep, ro.Revision, ro.StableRevision)
-	}
-	// A revision that cannot be recorded (too large for the hub's storage, as its works will be too)
-	// does not hold back the delivery, which reports its own failures; it is reported after it.
-	recordErr := r.recordAppRevision(ctx, app, target, keep...)
-	if undone, err := r.undoneRevision(ctx, app); err != nil {
-		if errors.As(err, &re) {
-			return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-				Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
-		}
-		return ctrl.Result{}, err
-	} else if undone != nil {
-		target = undone
-	}
-	placed, unmoved := r.checked.placement(req.NamespacedName, app.Generation, seen)
-	if !unmoved {
-		if placed, err = Place(ctx, r.Client, r.clusters, app, cmp.Or(r.ClusterSetBindings, ClusterSetBindingsEnforce)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	clusters := placed.Clusters
-	plan, ro := deliveryPlan{uniform: target}, rolloutOutcome{}
-	if app.Spec.Rollout != nil {
-		if plan, ro, err = r.planRollout(ctx, app, target, clusters, time.Now()); err != nil {
-			if errors.As(err, &re) {
-				// Nothing is moved by a rollout the hub cannot read: every cluster keeps what it has.
-				return ctrl.Result{}, r.setStatus(ctx, app, nil, nil, metav1.Condition{
-					Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}, app.Status.Rollout, nil)
-			}
-			return ctrl.Result{}, err
-		}
-		if rolloutMoved(app.Status.Rollout, ro.status) {
-			// The decision is recorded before the works follow it: should the hub stop in between, the
-			// next one decides from it (a halt stays a halt, the stable revision stays known) and
-			// writes the works it did not.
-			if err := r.recordRollout(ctx, app, ro.status); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	delivered, gone, err := r.deliver(ctx, app, plan, placed, seen)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if cond, notReady := delivered.notReady(len(clusters)); notReady {
-		if err := r.setStatus(ctx, app, rendered, gone, cond, ro.status, &placed); err != nil {
-			return ctrl.Result{}, err
-		}
-		if len(delivered.failed) > 0 {
-			return ctrl.Result{}, errors.New(cond.Message) // retried with backoff
-		}
-		// Only the owner of the foreign work can clear the way; the watch of ManifestWorks brings the
-		// AppConfig back when they rename or delete it, and this looks again now and then meanwhile.
-		return ctrl.Result{RequeueAfter: notOwnedRecheck}, nil
-	}
-	if recordErr != nil {
-		return ctrl.Result{}, errors.Join(recordErr, r.setStatus(ctx, app, rendered, gone, metav1.Condition{
-			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "RevisionNotRecorded",
-			Message: fmt.Sprintf("delivered to %d clusters, but %v", len(clusters), recordErr)}, ro.status, &placed))
-	}
-	if delivered.raced {
-		// Not a failure, and not delivered yet either: the status stays as it is until it is.
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
-	}
-	var result ctrl.Result
-	for _, rc := range rendered {
-		if len(rc.PatchTraits) > 0 {
-			// A patch-trait controller may rewrite its ConfigMap without touching the trait, and the
-			// hub watches traits, not every ConfigMap: look again now and then (reads only).
-			result.RequeueAfter = patchResync
-		}
-	}
-	if delivered.pending && (result.RequeueAfter == 0 || ownWriteFresh < result.RequeueAfter) {
-		// A work written moments ago was not looked at again: look once the write is no longer trusted
-		// over the cache, in case no event of the work's comes first (someone deleted it meanwhile).
-		result.RequeueAfter = ownWriteFresh
-	}
-	if ro.recheck > 0 && (result.RequeueAfter == 0 || ro.recheck < result.RequeueAfter) {
-		// A soak ends or a deadline passes with no report to bring the AppConfig back.
-		result.RequeueAfter = ro.recheck
-	}
-	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Delivered",
-		Message: fmt.Sprintf("delivered to %d clusters", len(clusters))}
-	if notBound, ok := placed.notBoundReady(app.Namespace); ok {
-		ready = notBound
-	} else if len(placed.Refused) > 0 {
-		ready.Message += fmt.Sprintf("; %d clusters the placement names are not bound (condition %s)", len(placed.Refused), v1alpha2.ConditionClustersBound)
-	}
-	if err := r.setStatus(ctx, app, rendered, gone, ready, ro.status, &placed); err != nil {
-		return result, err
-	}
-	if ro.resumed {
-		// The halt is lifted in the status written above: the request to lift it is taken away, so
-		// that a later halt of the same revision holds.
-		patch := client.MergeFrom(app.DeepCopy())
-		delete(app.Annotations, v1alpha2.AnnotationRolloutResume)
-		if err := r.Client.Patch(ctx, app, patch); err != nil {
-			return result, fmt.Errorf("remove annotation %s: %w", v1alpha2.AnnotationRolloutResume, err)
-		}
-	}
-	return result, nil
+	return p.result, p.err
 }
 
 // patchResync is how often an AppConfig with patch traits is rendered again with nothing changed.
@@ -478,11 +336,15 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 	}
 }
 
-// setStatus writes the AppConfig's status when it changed, with rollout as the rollout's status. Its
-// clusters are counted from the verdicts on its works (clusterVerdicts) but those in gone, which this
-// reconcile deleted.
-func (r *AppConfigReconciler) setStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent,
-	gone map[types.NamespacedName]bool, ready metav1.Condition, rollout *v1alpha2.RolloutStatus, placed *Placed) error {
+// patchStatus writes the status a pass ends with, when it has one and it changed: Ready, the rendered
+// workloads (kept as they were when the pass rendered none), the rollout, the placement (kept when the
+// pass did not place), and the clusters, counted from the verdicts on the works (clusterVerdicts) but
+// those the pass deleted.
+func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass) error {
+	if p.ready == nil {
+		return nil
+	}
+	app, rendered, gone, ready, rollout, placed := p.app, p.rendered, p.gone, *p.ready, p.rolloutStatus, p.placed
 	status := app.Status.DeepCopy()
 	if app.Spec.Rollout == nil {
 		rollout = nil

@@ -84,12 +84,12 @@ const writeConcurrency = 16
 // The pass over the works is skipped when the last one found this same spec delivered to these same
 // clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, plan deliveryPlan,
-	placed Placed, seen uint64) (out delivery, gone map[types.NamespacedName]bool, err error) {
+	placed Placed, seen uint64) (delivery, map[types.NamespacedName]bool, error) {
 	key, hash, clusters := client.ObjectKeyFromObject(app), "", placed.Clusters
 	if plan.uniform != nil {
 		hash = plan.uniform.hash()
 		if r.checked.complete(key, app.Generation, seen, hash, placed) {
-			return out, nil, nil
+			return delivery{}, nil, nil
 		}
 	}
 	r.checked.forget(key)
@@ -97,29 +97,15 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	r.written.forgetOld(key, now)
 	works, err := r.works(app)
 	if err != nil {
-		return out, nil, err
+		return delivery{}, nil, err
 	}
 	manifestWorkChecks.Add(float64(len(works)))
 	byCluster := make(map[string]*workv1.ManifestWork, len(works))
 	for _, mw := range works {
 		byCluster[mw.Namespace] = mw
 	}
-	var mu sync.Mutex                // guards out and changed, which the writers fill
-	changed := map[string][]string{} // event reason → clusters
-	var writers errgroup.Group
-	writers.SetLimit(writeConcurrency)
-	defer func() {
-		_ = writers.Wait() // the writers report through out and changed, never an error
-		slices.Sort(out.failed)
-		slices.Sort(out.notOwned)
-		for _, reason := range sortedKeys(changed) {
-			action := workEventActions[reason]
-			names := changed[reason]
-			slices.Sort(names)
-			r.Recorder.Eventf(app, nil, corev1.EventTypeNormal, reason, action,
-				"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(app), someOf(names, maxEventNote/2))
-		}
-	}()
+	round := &deliveryRound{r: r, app: app, key: key, changed: map[string][]string{}, gone: map[types.NamespacedName]bool{}}
+	round.writers.SetLimit(writeConcurrency)
 	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
@@ -128,75 +114,109 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
 		if r.written.unseen(key, types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.Work.Annotations[AnnotationSpecHash], now) {
-			out.pending = true // written moments ago; the cache shows the work from before
+			round.out.pending = true // written moments ago; the cache shows the work from before
 			continue
 		}
-		mw := base.Work.DeepCopy() // the client decodes its answer into what it writes
-		mw.Namespace = cluster
-		writers.Go(func() error {
-			var err error
-			if have != nil && slices.ContainsFunc(base.Rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
-				// The earlier revisions' workloads on this cluster are in the stored work's manifests,
-				// which the cache does not keep (see slimWork).
-				if have, err = r.storedWork(ctx, app, mw); err == nil {
-					err = KeepEarlierRevisions(mw, have, base.Rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
-				}
-			}
-			var reason string
-			if err == nil {
-				reason, err = r.sync(ctx, app, mw, have)
-			}
-			if reason != "" {
-				// From the answer, not the pass's start: under load a write waits its turn for seconds.
-				r.written.record(key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			var notOwned *WorkNotOwnedError
-			switch {
-			case errors.As(err, &notOwned):
-				out.notOwned = append(out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
-			case errors.Is(err, errWriteRaced):
-				log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
-				out.raced = true
-			case err != nil:
-				out.failed = append(out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
-			case reason != "":
-				changed[reason] = append(changed[reason], cluster)
-			}
-			return nil
-		})
+		round.writers.Go(func() error { round.write(ctx, cluster, base, have); return nil })
 	}
-	gone = map[types.NamespacedName]bool{} // the works of clusters that left the placement
 	for cluster, mw := range byCluster {
 		if wanted[cluster] {
 			continue
 		}
-		writers.Go(func() error {
-			err := r.deleteWork(ctx, mw)
-			if err == nil {
-				r.written.forget(key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out.failed = append(out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s of a cluster that left the placement: %v", cluster, mw.Namespace, mw.Name, err))
-				return nil
-			}
-			why := " (it left the placement)"
-			if _, refused := slices.BinarySearch(placed.Refused, cluster); refused {
-				why = " (no ManagedClusterSet bound to namespace " + app.Namespace + " holds it)"
-			}
-			changed["ManifestWorkDeleted"] = append(changed["ManifestWorkDeleted"], cluster+why)
-			gone[client.ObjectKeyFromObject(mw)] = true
-			return nil
-		})
+		why := " (it left the placement)"
+		if _, refused := slices.BinarySearch(placed.Refused, cluster); refused {
+			why = " (no ManagedClusterSet bound to namespace " + app.Namespace + " holds it)"
+		}
+		round.writers.Go(func() error { round.remove(ctx, cluster, mw, why); return nil })
 	}
-	_ = writers.Wait()
-	if hash != "" && len(changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
+	out := round.finish()
+	if hash != "" && len(round.changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
 		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, placed: placed})
 	}
-	return out, gone, nil
+	return out, round.gone, nil
+}
+
+// deliveryRound is the writes of one delivery pass, several at once: each writer reports what became of
+// its cluster's work, and the round ends with one event per kind of change naming the clusters.
+type deliveryRound struct {
+	r       *AppConfigReconciler
+	app     *v1alpha2.ApplicationConfiguration
+	key     types.NamespacedName
+	writers errgroup.Group
+	mu      sync.Mutex // guards what the writers fill: out, changed and gone
+	out     delivery
+	changed map[string][]string // event reason → clusters
+	gone    map[types.NamespacedName]bool
+}
+
+// write gives cluster's work the revision base (a copy: the client decodes its answer into what it
+// writes), have being the work the cache shows.
+func (d *deliveryRound) write(ctx context.Context, cluster string, base *revisionBase, have *workv1.ManifestWork) {
+	r, app := d.r, d.app
+	mw := base.Work.DeepCopy()
+	mw.Namespace = cluster
+	var err error
+	if have != nil && slices.ContainsFunc(base.Rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
+		// The earlier revisions' workloads on this cluster are in the stored work's manifests, which
+		// the cache does not keep (see slimWork).
+		if have, err = r.storedWork(ctx, app, mw); err == nil {
+			err = KeepEarlierRevisions(mw, have, base.Rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
+		}
+	}
+	var reason string
+	if err == nil {
+		reason, err = r.sync(ctx, app, mw, have)
+	}
+	if reason != "" {
+		// From the answer, not the pass's start: under load a write waits its turn for seconds.
+		r.written.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var notOwned *WorkNotOwnedError
+	switch {
+	case errors.As(err, &notOwned):
+		d.out.notOwned = append(d.out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
+	case errors.Is(err, errWriteRaced):
+		log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
+		d.out.raced = true
+	case err != nil:
+		d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
+	case reason != "":
+		d.changed[reason] = append(d.changed[reason], cluster)
+	}
+}
+
+// remove deletes the work of a cluster the AppConfig no longer reaches, why saying why.
+func (d *deliveryRound) remove(ctx context.Context, cluster string, mw *workv1.ManifestWork, why string) {
+	err := d.r.deleteWork(ctx, mw)
+	if err == nil {
+		d.r.written.forget(d.key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s of a cluster that left the placement: %v", cluster, mw.Namespace, mw.Name, err))
+		return
+	}
+	d.changed["ManifestWorkDeleted"] = append(d.changed["ManifestWorkDeleted"], cluster+why)
+	d.gone[client.ObjectKeyFromObject(mw)] = true
+}
+
+// finish waits for the writers, records one event per kind of change, and returns what could not be
+// delivered.
+func (d *deliveryRound) finish() delivery {
+	_ = d.writers.Wait() // the writers report through out, changed and gone, never an error
+	slices.Sort(d.out.failed)
+	slices.Sort(d.out.notOwned)
+	for _, reason := range sortedKeys(d.changed) {
+		action := workEventActions[reason]
+		names := d.changed[reason]
+		slices.Sort(names)
+		d.r.Recorder.Eventf(d.app, nil, corev1.EventTypeNormal, reason, action,
+			"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(d.app), someOf(names, maxEventNote/2))
+	}
+	return d.out
 }
 
 // notReady is the Ready condition for what could not be delivered, if anything could not, out of

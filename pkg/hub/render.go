@@ -115,10 +115,7 @@ func Render(in RenderInput) ([]RenderedComponent, error) {
 }
 
 func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent) (RenderedComponent, error) {
-	name := entry.ComponentName
-	if name == "" {
-		name = entry.RevisionName
-	}
+	name := cmp.Or(entry.ComponentName, entry.RevisionName)
 	resolved, err := in.Component(entry)
 	if err != nil {
 		ref := "componentName " + entry.ComponentName
@@ -127,131 +124,159 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		}
 		return RenderedComponent{}, &RenderError{Component: name, Reason: "ComponentNotFound", Message: fmt.Sprintf("%s: %v", ref, err)}
 	}
-	name = resolved.ComponentName
 	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName, WorkloadStrategy: entry.UpdateStrategy}
-	app := in.App
-
 	// Traits first decide the workload's name: a revision-enabled trait, or a pinned revision, makes
 	// one workload per revision. Patch traits decide its spec.
-	perRevision := entry.RevisionName != ""
-	var traits []*unstructured.Unstructured
-	var defs []*v1alpha2.TraitDefinition
-	var patches []Patch
-	patchKinds := map[string]int{}
+	traits, err := sortTraits(in, entry, &rc)
+	if err != nil {
+		return rc, err
+	}
+	spec, err := patchedSpec(in, resolved.Spec, traits.patches, &rc)
+	if err != nil {
+		return rc, err
+	}
+	workloadName := resolved.ComponentName
+	if entry.RevisionName != "" || rc.RevisionEnabled {
+		workloadName = rc.RevisionName
+	}
+	if rc.Workload, err = renderWorkload(in, spec, entry.ParameterValues, rc, workloadName); err != nil {
+		return rc, err
+	}
+	kinds := map[string]int{}
+	for i, trait := range traits.delivered {
+		if trait.GetName() == "" {
+			// Named after the component, not the workload: moving to a new revision updates the
+			// trait's workloadRef instead of replacing the trait and losing its state (a rollout).
+			trait.SetName(uniqueName(kinds, resolved.ComponentName, trait.GetKind()))
+		}
+		if trait.GetNamespace() == "" && !in.clusterScoped(trait) {
+			trait.SetNamespace(cmp.Or(rc.Workload.GetNamespace(), in.App.Namespace))
+		}
+		if path := traits.defs[i].Spec.WorkloadRefPath; path != "" {
+			ref := map[string]any{"apiVersion": rc.Workload.GetAPIVersion(), "kind": rc.Workload.GetKind(), "name": workloadName}
+			if err := setFieldPath(trait.Object, path, ref); err != nil {
+				return rc, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait",
+					Message: fmt.Sprintf("trait %s: workloadRefPath of its definition %s: %v", trait.GetKind(), traits.defs[i].Name, err)}
+			}
+		}
+		stamp(trait, in.App, rc, ResourceTypeTrait)
+		rc.Traits = append(rc.Traits, trait)
+	}
+	return rc, nil
+}
+
+// componentTraits are an entry's traits sorted by what they do: delivered beside the workload (with
+// their definitions), or patching it inline.
+type componentTraits struct {
+	delivered []*unstructured.Unstructured
+	defs      []*v1alpha2.TraitDefinition
+	patches   []Patch
+}
+
+// sortTraits decodes an entry's traits and sorts them: inline patches, patch traits (rc.PatchTraits,
+// named and labelled as the hub keeps them beside the AppConfig) and the traits delivered beside the
+// workload, whose strategies and revision-enabled definitions it notes in rc.
+func sortTraits(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent, rc *RenderedComponent) (componentTraits, error) {
+	var out componentTraits
+	app, patchKinds := in.App, map[string]int{}
 	for i, t := range entry.Traits {
 		trait := &unstructured.Unstructured{}
 		if err := json.Unmarshal(t.Trait.Raw, &trait.Object); err != nil || trait.Object == nil {
-			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
+			return out, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
 		}
 		if isInlinePatch(trait) {
 			p, err := inlinePatch(trait)
 			if err != nil {
-				return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: fmt.Sprintf("traits[%d]: %v", i, err)}
+				return out, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: fmt.Sprintf("traits[%d]: %v", i, err)}
 			}
-			patches = append(patches, p)
+			out.patches = append(out.patches, p)
 			continue
 		}
 		def, err := in.TraitDefinition(trait)
 		if err != nil {
-			return rc, &RenderError{Component: name, Reason: "TraitDefinitionNotFound",
+			return out, &RenderError{Component: rc.ComponentName, Reason: "TraitDefinitionNotFound",
 				Message: fmt.Sprintf("traits[%d] (%s %s): %v", i, trait.GetAPIVersion(), trait.GetKind(), err)}
 		}
 		if def.Spec.Patch {
 			// The trait object lives on the hub, beside the AppConfig, where its controller publishes
 			// the patch; named after the AppConfig too, as AppConfigs may share a component.
 			if trait.GetName() == "" {
-				trait.SetName(uniqueName(patchKinds, app.Name+"-"+resolved.ComponentName, trait.GetKind()))
+				trait.SetName(uniqueName(patchKinds, app.Name+"-"+rc.ComponentName, trait.GetKind()))
 			}
 			trait.SetNamespace(app.Namespace)
 			labels := trait.GetLabels()
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[LabelAppName], labels[LabelComponent], labels[LabelResourceType] = app.Name, resolved.ComponentName, ResourceTypeTrait
+			labels[LabelAppName], labels[LabelComponent], labels[LabelResourceType] = app.Name, rc.ComponentName, ResourceTypeTrait
 			labels[LabelAppConfigNamespace], labels[LabelAppConfigName] = app.Namespace, app.Name
 			trait.SetLabels(labels)
 			rc.PatchTraits = append(rc.PatchTraits, trait)
 			continue
 		}
-		perRevision = perRevision || def.Spec.RevisionEnabled
 		rc.RevisionEnabled = rc.RevisionEnabled || def.Spec.RevisionEnabled
-		traits = append(traits, trait)
-		defs = append(defs, def)
+		out.delivered, out.defs = append(out.delivered, trait), append(out.defs, def)
 		rc.TraitStrategies = append(rc.TraitStrategies, t.UpdateStrategy)
 	}
+	return out, nil
+}
 
-	spec := resolved.Spec
+// patchedSpec is spec with the published patches of rc's patch traits and the inline patches merged
+// in. The patched spec is a revision of its own: a change of any patch makes a new one (rc.RevisionName,
+// rc.NewRevision when no revision holds it yet), and a revision-enabled trait then rolls out to it like
+// to any other revision.
+func patchedSpec(in RenderInput, spec *v1alpha2.ComponentSpec, inline []Patch, rc *RenderedComponent) (*v1alpha2.ComponentSpec, error) {
+	patches := inline
 	if len(rc.PatchTraits) > 0 {
 		if in.PublishedPatches == nil {
-			return rc, &RenderError{Component: name, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
+			return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
 		}
-		published, err := in.PublishedPatches(resolved.ComponentName, rc.PatchTraits)
+		published, err := in.PublishedPatches(rc.ComponentName, rc.PatchTraits)
 		var pending *PatchesPendingError
 		if errors.As(err, &pending) {
 			pending.Traits = rc.PatchTraits // for the caller to publish
 		}
 		if err != nil {
-			return rc, err
+			return nil, err
 		}
-		patches = append(published, patches...)
+		patches = append(published, inline...)
 	}
-	if len(patches) > 0 {
-		// The patched spec is a revision of its own (seed 002): a change of any patch makes a new one,
-		// and a revision-enabled trait then rolls out to it like to any other revision.
-		if spec, err = patchSpec(spec, patches); err != nil {
-			return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: err.Error()}
-		}
-		if in.PatchedRevision == nil {
-			return rc, &RenderError{Component: name, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
-		}
-		var isNew bool
-		if rc.RevisionName, isNew, err = in.PatchedRevision(resolved.ComponentName, spec); err != nil {
-			return rc, fmt.Errorf("find patched revision of component %s: %w", name, err)
-		}
-		if isNew {
-			rc.NewRevision = spec
-		}
+	if len(patches) == 0 {
+		return spec, nil
 	}
+	spec, err := patchSpec(spec, patches)
+	if err != nil {
+		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: err.Error()}
+	}
+	if in.PatchedRevision == nil {
+		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
+	}
+	var isNew bool
+	if rc.RevisionName, isNew, err = in.PatchedRevision(rc.ComponentName, spec); err != nil {
+		return nil, fmt.Errorf("find patched revision of component %s: %w", rc.ComponentName, err)
+	}
+	if isNew {
+		rc.NewRevision = spec
+	}
+	return spec, nil
+}
 
+// renderWorkload is spec's workload with the parameter values set, named name, in the AppConfig's
+// namespace unless it names its own or is of a kind the hub knows is cluster-scoped, stamped.
+func renderWorkload(in RenderInput, spec *v1alpha2.ComponentSpec, values []v1alpha2.ComponentParameterValue, rc RenderedComponent, name string) (*unstructured.Unstructured, error) {
 	workload := &unstructured.Unstructured{}
 	if err := json.Unmarshal(spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
-		return rc, &RenderError{Component: name, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", rc.RevisionName, err)}
+		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", rc.RevisionName, err)}
 	}
-	if err := setParameters(workload, spec.Parameters, entry.ParameterValues); err != nil {
-		return rc, &RenderError{Component: name, Reason: err.reason, Message: err.message}
+	if err := setParameters(workload, spec.Parameters, values); err != nil {
+		return nil, &RenderError{Component: rc.ComponentName, Reason: err.reason, Message: err.message}
 	}
-	workloadName := resolved.ComponentName
-	if perRevision {
-		workloadName = rc.RevisionName
-	}
-	workload.SetName(workloadName)
+	workload.SetName(name)
 	if workload.GetNamespace() == "" && !in.clusterScoped(workload) {
-		workload.SetNamespace(app.Namespace)
+		workload.SetNamespace(in.App.Namespace)
 	}
-	stamp(workload, app, rc, ResourceTypeWorkload)
-	rc.Workload = workload
-
-	kinds := map[string]int{}
-	for i, trait := range traits {
-		if trait.GetName() == "" {
-			// Named after the component, not the workload: moving to a new revision updates the
-			// trait's workloadRef instead of replacing the trait and losing its state (seed 003).
-			trait.SetName(uniqueName(kinds, resolved.ComponentName, trait.GetKind()))
-		}
-		if trait.GetNamespace() == "" && !in.clusterScoped(trait) {
-			trait.SetNamespace(cmp.Or(workload.GetNamespace(), app.Namespace))
-		}
-		if path := defs[i].Spec.WorkloadRefPath; path != "" {
-			ref := map[string]any{"apiVersion": workload.GetAPIVersion(), "kind": workload.GetKind(), "name": workloadName}
-			if err := setFieldPath(trait.Object, path, ref); err != nil {
-				return rc, &RenderError{Component: name, Reason: "InvalidTrait",
-					Message: fmt.Sprintf("trait %s: workloadRefPath of its definition %s: %v", trait.GetKind(), defs[i].Name, err)}
-			}
-		}
-		stamp(trait, app, rc, ResourceTypeTrait)
-		rc.Traits = append(rc.Traits, trait)
-	}
-	return rc, nil
+	stamp(workload, in.App, rc, ResourceTypeWorkload)
+	return workload, nil
 }
 
 // uniqueName is <prefix>-<kind>, with -1, -2, ... for further traits of one kind; seen counts them.

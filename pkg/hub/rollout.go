@@ -120,63 +120,16 @@ type rolloutOutcome struct {
 func (r *AppConfigReconciler) planRollout(ctx context.Context, app *v1alpha2.ApplicationConfiguration, target *revisionBase,
 	clusters []string, now time.Time) (deliveryPlan, rolloutOutcome, error) {
 	facts := r.verdicts.rolloutFacts(client.ObjectKeyFromObject(app))
-	managed, err := r.clusters(ctx)
-	if err != nil {
+	in := rollout.Input{Spec: *app.Spec.Rollout, Revision: target.hash(), Now: now}
+	var err error
+	if in.Clusters, err = r.rolloutClusters(ctx, app, clusters, facts); err != nil {
 		return deliveryPlan{}, rolloutOutcome{}, err
 	}
-	byName := make(map[string]*clusterv1.ManagedCluster, len(managed))
-	for _, mc := range managed {
-		byName[mc.Name] = mc
-	}
-	var groups map[string][]string
-	if slices.ContainsFunc(app.Spec.Rollout.Stages, func(s v1alpha2.RolloutStage) bool { return len(s.DecisionGroups) > 0 }) {
-		if groups, err = decisionGroups(ctx, r.Client, app); err != nil {
-			return deliveryPlan{}, rolloutOutcome{}, err
-		}
-	}
-	in := rollout.Input{Spec: *app.Spec.Rollout, Revision: target.hash(), Now: now, Clusters: make([]rollout.Cluster, 0, len(clusters))}
-	for _, name := range clusters {
-		c := rollout.Cluster{Name: name, Groups: groups[name]}
-		if mc := byName[name]; mc != nil {
-			c.Labels = mc.Labels
-			c.Reachable = meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
-		}
-		if f, ok := facts[name]; ok {
-			c.Revision, c.UpdatedAt, c.Reported, c.Health, c.HealthySince, c.Why = f.revision, f.updatedAt, f.reported, f.health, f.healthySince, f.why
-		}
-		in.Clusters = append(in.Clusters, c)
-	}
-
 	plan := deliveryPlan{bases: map[string]*revisionBase{target.hash(): target}}
 	prev := app.Status.Rollout
-	stableName := ""
-	switch {
-	case prev != nil:
-		stableName = prev.StableRevision
-	default:
-		// The first rollout of an application delivered before: what most of its clusters carry is
-		// where it stands.
-		if hash := mostCarried(facts); hash != "" {
-			stableName = AppRevisionName(app, hash)
-			in.Stable = hash
-		}
-	}
-	if stableName != "" {
-		stable, err := r.loadAppRevision(ctx, app, stableName)
-		if err != nil {
-			return deliveryPlan{}, rolloutOutcome{}, err
-		}
-		if stable != nil {
-			in.Stable = stable.hash()
-			plan.bases[stable.hash()] = stable
-		} else if in.Stable == "" {
-			// Deleted by hand: the clusters that carry it still say which it is.
-			for _, f := range facts {
-				if AppRevisionName(app, f.revision) == stableName {
-					in.Stable = f.revision
-				}
-			}
-		}
+	stableName, err := r.stableRevision(ctx, app, facts, &in, &plan)
+	if err != nil {
+		return deliveryPlan{}, rolloutOutcome{}, err
 	}
 	out := rolloutOutcome{}
 	if prev != nil && prev.Revision == target.Name {
@@ -206,6 +159,73 @@ func (r *AppConfigReconciler) planRollout(ctx context.Context, app *v1alpha2.App
 	}
 	out.recheck = d.RecheckAfter
 	return plan, out, nil
+}
+
+// rolloutClusters are the facts package rollout decides from for each of clusters: its labels, whether
+// it is reachable, its decision groups (when a stage takes clusters by them), and what its work carries
+// and reports.
+func (r *AppConfigReconciler) rolloutClusters(ctx context.Context, app *v1alpha2.ApplicationConfiguration, clusters []string,
+	facts map[string]rolloutFacts) ([]rollout.Cluster, error) {
+	managed, err := r.clusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*clusterv1.ManagedCluster, len(managed))
+	for _, mc := range managed {
+		byName[mc.Name] = mc
+	}
+	var groups map[string][]string
+	if slices.ContainsFunc(app.Spec.Rollout.Stages, func(s v1alpha2.RolloutStage) bool { return len(s.DecisionGroups) > 0 }) {
+		if groups, err = decisionGroups(ctx, r.Client, app); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]rollout.Cluster, 0, len(clusters))
+	for _, name := range clusters {
+		c := rollout.Cluster{Name: name, Groups: groups[name]}
+		if mc := byName[name]; mc != nil {
+			c.Labels = mc.Labels
+			c.Reachable = meta.IsStatusConditionTrue(mc.Status.Conditions, clusterv1.ManagedClusterConditionAvailable)
+		}
+		if f, ok := facts[name]; ok {
+			c.Revision, c.UpdatedAt, c.Reported, c.Health, c.HealthySince, c.Why = f.revision, f.updatedAt, f.reported, f.health, f.healthySince, f.why
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// stableRevision finds the rollout's stable revision — the one its status names, or for the first
+// rollout of an application delivered before, what most of its clusters carry — sets it as in.Stable
+// and, when it is recorded, adds it to the bases plan may deliver. It returns its name ("" for none).
+func (r *AppConfigReconciler) stableRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration, facts map[string]rolloutFacts,
+	in *rollout.Input, plan *deliveryPlan) (string, error) {
+	stableName := ""
+	if prev := app.Status.Rollout; prev != nil {
+		stableName = prev.StableRevision
+	} else if hash := mostCarried(facts); hash != "" {
+		stableName = AppRevisionName(app, hash)
+		in.Stable = hash
+	}
+	if stableName == "" {
+		return "", nil
+	}
+	stable, err := r.loadAppRevision(ctx, app, stableName)
+	if err != nil {
+		return "", err
+	}
+	if stable != nil {
+		in.Stable = stable.hash()
+		plan.bases[stable.hash()] = stable
+	} else if in.Stable == "" {
+		// Deleted by hand: the clusters that carry it still say which it is.
+		for _, f := range facts {
+			if AppRevisionName(app, f.revision) == stableName {
+				in.Stable = f.revision
+			}
+		}
+	}
+	return stableName, nil
 }
 
 // mostCarried is the revision most works carry, "" when there are none.

@@ -1,0 +1,160 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+)
+
+type countingTransport struct {
+	next   http.RoundTripper
+	counts func(*http.Request) bool
+	n      *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c.counts(req) {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(req)
+}
+
+// A pass of the AppConfig reconcile ends in one status patch: none when nothing changed, one when it did,
+// and two only when a rollout decision is recorded before the works follow it. The test runs each pass
+// itself, on a real hub, with the reconciler's cache as ferry-hub runs it.
+func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
+	env := localcluster.StartForTest(t, localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub"}})
+	ctx := t.Context()
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Hub.Config)
+	statusWrites := &atomic.Int64{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, n: statusWrites, counts: func(req *http.Request) bool {
+			return req.Method != http.MethodGet && strings.Contains(req.URL.Path, "/applicationconfigurations/") && strings.HasSuffix(req.URL.Path, "/status")
+		}}
+	})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Cache: CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Component revisions by their controller, as ferry-hub records them; the AppConfig reconciler with
+	// its cache but no controller: each pass is the test's.
+	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: DefaultRevisionsKept}).SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	r := &AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: ApplyOnceOff}
+	if err := r.setUpCache(mgr); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	admin, err := client.New(env.Hub.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"cluster1", "cluster2"} {
+		for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+			if err := admin.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := env.Hub.BindGlobalClusterSet(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	web := &v1alpha2.Component{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: v1alpha2.ComponentSpec{Workload: runtime.RawExtension{Raw: []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}`)}}}
+	app := &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"}, Spec: v1alpha2.ApplicationConfigurationSpec{
+		Placement:  &v1alpha2.Placement{Clusters: []string{"cluster1", "cluster2"}},
+		Components: []v1alpha2.ApplicationConfigurationComponent{{ComponentName: "web"}}}}
+	for _, o := range []client.Object{web, app} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll := func(what string, cond func(ctx context.Context) bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			return cond(ctx), nil
+		}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	poll("the Component's first revision", func(ctx context.Context) bool {
+		c := &v1alpha2.Component{}
+		return r.Client.Get(ctx, client.ObjectKeyFromObject(web), c) == nil && c.Status.LatestRevision != nil
+	})
+	// pass runs one reconcile once the cache shows the AppConfig as the API server has it (as the
+	// watch event that brings a reconcile does) and returns the status writes it made.
+	pass := func() int64 {
+		t.Helper()
+		poll("the cache caught up with the AppConfig", func(ctx context.Context) bool {
+			stored, cached := &v1alpha2.ApplicationConfiguration{}, &v1alpha2.ApplicationConfiguration{}
+			return admin.Get(ctx, client.ObjectKeyFromObject(app), stored) == nil && r.Client.Get(ctx, client.ObjectKeyFromObject(app), cached) == nil &&
+				stored.ResourceVersion == cached.ResourceVersion
+		})
+		before := statusWrites.Load()
+		if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(app)}); err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+		return statusWrites.Load() - before
+	}
+	update := func(change func(*v1alpha2.ApplicationConfiguration)) {
+		t.Helper()
+		poll("the AppConfig changed", func(ctx context.Context) bool {
+			a := &v1alpha2.ApplicationConfiguration{}
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(app), a); err != nil {
+				return false
+			}
+			change(a)
+			return admin.Update(ctx, a) == nil
+		})
+	}
+
+	if n := pass(); n != 1 {
+		t.Errorf("the first pass wrote the status %d times, want 1", n)
+	}
+	if n := pass(); n != 0 {
+		t.Errorf("a pass with nothing changed wrote the status %d times, want 0", n)
+	}
+	update(func(a *v1alpha2.ApplicationConfiguration) { a.Spec.Placement.Clusters = []string{"cluster1"} })
+	if n := pass(); n != 1 {
+		t.Errorf("a pass after a change of placement wrote the status %d times, want 1", n)
+	}
+	update(func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Rollout = &v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{{Name: "all"}}}
+	})
+	if n := pass(); n != 2 {
+		t.Errorf("a pass deciding a rollout wrote the status %d times, want 2: the decision, then the status", n)
+	}
+}
