@@ -19,7 +19,6 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // `kubectl ferry rollout` steers the progressive rollout of an AppConfig (spec.rollout) as `kubectl
@@ -299,7 +298,7 @@ func newRolloutHistoryCommand(conn *connection) *cobra.Command {
 // appRevisions are the recorded revisions of the AppConfig name of namespace (ControllerRevisions the
 // hub labels with it), oldest first.
 func appRevisions(ctx context.Context, clients *hubClients, namespace, name string) ([]appsv1.ControllerRevision, error) {
-	ofApp := labels.SelectorFromSet(labels.Set{hub.LabelAppConfigNamespace: namespace, hub.LabelAppConfigName: name}).String()
+	ofApp := labels.SelectorFromSet(labels.Set{v1alpha2.LabelAppConfigNamespace: namespace, v1alpha2.LabelAppConfigName: name}).String()
 	list, err := clients.apps.ControllerRevisions(namespace).List(ctx, metav1.ListOptions{LabelSelector: ofApp})
 	if err != nil {
 		return nil, fmt.Errorf("list the revisions of AppConfig %s/%s: %w", namespace, name, err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 var (
@@ -95,7 +94,7 @@ func workView(clients *hubClients, cluster, name string) view {
 
 func appConfigView(clients *hubClients, namespace, name string) view {
 	// The works of an AppConfig are found by the labels the hub gives them, in every cluster's namespace.
-	ofApp := labels.SelectorFromSet(labels.Set{hub.LabelAppConfigNamespace: namespace, hub.LabelAppConfigName: name}).String()
+	ofApp := labels.SelectorFromSet(labels.Set{v1alpha2.LabelAppConfigNamespace: namespace, v1alpha2.LabelAppConfigName: name}).String()
 	appSet := watched{resource: applicationConfigs, namespace: namespace, fieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
 	// worksForbidden: the user may not list ManifestWorks, which live in the cluster namespaces — a
 	// tenant who may read only her own namespace. The view is then the AppConfig's status alone

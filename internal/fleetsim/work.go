@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // Work is what a simulated agent needs to know of a ManifestWork to report on it: which generation
@@ -56,12 +55,10 @@ func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
 	w := &Work{ObjectMeta: metav1.ObjectMeta{
 		Name: mw.Name, Namespace: mw.Namespace, Generation: mw.Generation, Labels: mw.Labels,
 		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
-	}, Written: writtenAt(mw), Revision: mw.Annotations[hub.AnnotationSpecHash]}
-	if c := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkApplied); c != nil {
-		w.ReportedGeneration = c.ObservedGeneration
-	}
+	}, Written: writtenAt(mw), Revision: mw.Annotations[v1alpha2.AnnotationSpecHash],
+		ReportedGeneration: workreport.ReportedGeneration(mw.Status.Conditions)}
 	for i, raw := range mw.Spec.Workload.Manifests {
-		id, err := v1alpha2.IdentifyManifest(raw)
+		id, err := workreport.IdentifyManifest(raw)
 		if err != nil {
 			return nil, fmt.Errorf("ManifestWork %s/%s: manifest %d: %w", mw.Namespace, mw.Name, i, err)
 		}

@@ -10,7 +10,6 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // ForAppConfig is the view of an AppConfig from its own status (Ready, ClustersBound, the rendered
@@ -35,7 +34,7 @@ func ForAppConfig(app *v1alpha2.ApplicationConfiguration, works []workv1.Manifes
 // readyOf is the status of app's Ready condition and, when it is not True, why: Unknown while the hub
 // has not looked at app's current generation.
 func readyOf(app *v1alpha2.ApplicationConfiguration) (metav1.ConditionStatus, string) {
-	switch ready := meta.FindStatusCondition(app.Status.Conditions, hub.ConditionReady); {
+	switch ready := meta.FindStatusCondition(app.Status.Conditions, v1alpha2.ConditionReady); {
 	case ready == nil:
 		return metav1.ConditionUnknown, "the hub has not rendered the AppConfig yet"
 	case ready.ObservedGeneration != app.Generation:

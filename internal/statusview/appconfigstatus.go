@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // StatusOnlyNote is what a StatusOnly view of an AppConfig says of itself under its table.
@@ -49,7 +48,7 @@ func ForAppConfigStatus(app *v1alpha2.ApplicationConfiguration) AppConfig {
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	workName := hub.ManifestWorkName(app)
+	workName := v1alpha2.ManifestWorkName(app.Namespace, app.Name)
 	for _, name := range names {
 		cs, listed := notFine[name]
 		var w Work

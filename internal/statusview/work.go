@@ -7,6 +7,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // Reasons the view gives where the agent has said nothing.
@@ -33,8 +34,8 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 	w := Work{
 		Cluster:   mw.Namespace,
 		Name:      mw.Name,
-		Applied:   v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkApplied, gen),
-		Available: v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkAvailable, gen),
+		Applied:   workreport.WorkStatus(mw.Status.Conditions, workv1.WorkApplied, gen),
+		Available: workreport.WorkStatus(mw.Status.Conditions, workv1.WorkAvailable, gen),
 		Manifests: []Manifest{},
 	}
 	reports := map[int32]*workv1.ManifestCondition{}
@@ -57,7 +58,7 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 		}
 		w.Manifests = append(w.Manifests, m)
 	}
-	w.Health = v1alpha2.AggregateHealth(healths)
+	w.Health = workreport.AggregateHealth(healths)
 	// A work with nothing to count has nothing to wait for only when it has no manifests at all.
 	w.Healthy = fine && (len(healths) > 0 || len(w.Manifests) == 0)
 	return w
@@ -67,7 +68,7 @@ func workView(mw *workv1.ManifestWork, current map[string]bool) Work {
 // work's manifestConfigs, its conditions and feedback from report (nil: none).
 func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.ManifestCondition) Manifest {
 	m := Manifest{Ordinal: ordinal}
-	id, decodeErr := v1alpha2.IdentifyManifest(mw.Spec.Workload.Manifests[ordinal])
+	id, decodeErr := workreport.IdentifyManifest(mw.Spec.Workload.Manifests[ordinal])
 	if decodeErr != nil && report != nil {
 		// The agent could tell what it is (or says why it could not): take its word.
 		id = report.ResourceMeta
@@ -90,11 +91,11 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 	}
 	// Read as the hub reads it for the AppConfig's status, so that the two never disagree.
 	gen := mw.Generation
-	r := v1alpha2.ReadManifestReport(report.Conditions, gen)
+	r := workreport.ReadManifest(report.Conditions, gen)
 	applied, available, unhealthy := r.AppliedCondition, r.AvailableCondition, r.Unhealthy
 	m.Applied, m.Available, m.Health = r.Applied, r.Available, r.Health
 	for _, v := range report.StatusFeedbacks.Values {
-		m.Feedback = append(m.Feedback, v1alpha2.FeedbackValueOf(v))
+		m.Feedback = append(m.Feedback, workreport.FeedbackValue(v))
 	}
 	switch {
 	case applied == nil:

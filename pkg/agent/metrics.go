@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	worklisters "open-cluster-management.io/api/client/work/listers/work/v1"
-	workv1 "open-cluster-management.io/api/work/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	// Its package initialization makes client-go's named workqueues report controller-runtime's
@@ -19,6 +18,7 @@ import (
 	_ "sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // The agent's Prometheus metrics. They live on controller-runtime's registry (ctrlmetrics.Registry), as
@@ -151,7 +151,7 @@ type worksCollector struct {
 // worksConditions and worksStatuses are the label values the gauge always reports, zeros included, so
 // that a dashboard shows 0 rather than no data.
 var (
-	worksConditions = []string{workv1.WorkApplied, workv1.WorkAvailable}
+	worksConditions = workreport.WorkConditionTypes
 	worksStatuses   = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
 )
 
@@ -180,13 +180,8 @@ func (w *worksCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, work := range all {
 			for _, typ := range worksConditions {
-				status := metav1.ConditionUnknown
-				for _, c := range work.Status.Conditions {
-					if c.Type == typ {
-						status = c.Status
-					}
-				}
-				counts[series{typ, status}]++
+				// As the hub and kubectl ferry read it: a verdict on an earlier generation is Unknown.
+				counts[series{typ, workreport.WorkStatus(work.Status.Conditions, typ, work.Generation)}]++
 			}
 		}
 	}

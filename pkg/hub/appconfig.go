@@ -42,11 +42,11 @@ const (
 	// for a revision-enabled trait: enough for a rollout in progress when one more revision comes.
 	DefaultEarlierRevisionsKept = 2
 	// AnnotationSpecHash, on a ManifestWork, identifies the spec the hub last wrote into it.
-	AnnotationSpecHash = "ferry.io/spec-hash"
+	AnnotationSpecHash = v1alpha2.AnnotationSpecHash
 	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
 	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
 	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
-	ConditionReady = "Ready"
+	ConditionReady = v1alpha2.ConditionReady
 )
 
 // AppConfigReconciler delivers ApplicationConfigurations: it renders them, writes one ManifestWork per

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // slimWork is the cache transform of ManifestWorks: the hub caches every work of its fleet (a hundred
@@ -37,26 +38,19 @@ func slimWork(obj any) (any, error) {
 	mw.Spec.Workload.Manifests = nil
 	// Complete with the time it turned True: the completed-work cleanup counts its TTL from it.
 	var complete *metav1.Condition
-	if c := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkComplete); c != nil {
+	if c := workreport.Complete(mw.Status.Conditions); c != nil {
 		complete = &metav1.Condition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
 	}
-	mw.Status.Conditions = slimConditions(mw.Status.Conditions, readWorkConditions, nil)
+	mw.Status.Conditions = slimConditions(mw.Status.Conditions, workreport.WorkConditionTypes, nil)
 	if complete != nil {
 		mw.Status.Conditions = append(mw.Status.Conditions, *complete)
 	}
 	for i := range mw.Status.ResourceStatus.Manifests {
 		m := &mw.Status.ResourceStatus.Manifests[i]
-		m.Conditions = slimConditions(m.Conditions, readManifestConditions, shownMessage)
+		m.Conditions = slimConditions(m.Conditions, workreport.ManifestConditionTypes, workreport.Explains)
 	}
 	return mw, nil
 }
-
-// The condition types clusterStatus reads, of a work and of its manifests; of the others only the
-// work's Complete is cached (see slimWork), not StatusFeedbackSynced or a user's conditionRules.
-var (
-	readWorkConditions     = []string{workv1.WorkApplied, workv1.WorkAvailable}
-	readManifestConditions = []string{workv1.ManifestApplied, workv1.ManifestAvailable, workv1.ManifestProgressing, workv1.ManifestDegraded}
-)
 
 // slimConditions keeps the conditions of the types read, each without its reason and (unless
 // showMessage says otherwise) message. The transition time stays: it takes no memory of its own, and a
@@ -74,18 +68,6 @@ func slimConditions(conds []metav1.Condition, read []string, showMessage func(me
 		conds = slices.Clone(conds) // the dropped ones' room is given back
 	}
 	return conds
-}
-
-// shownMessage reports whether the AppConfig's status may show this manifest condition's message (see
-// clusterStatus): why a manifest is not applied, progressing or degraded.
-func shownMessage(c metav1.Condition) bool {
-	switch c.Type {
-	case workv1.ManifestApplied:
-		return c.Status != metav1.ConditionTrue
-	case workv1.ManifestProgressing, workv1.ManifestDegraded:
-		return c.Status == metav1.ConditionTrue
-	}
-	return false
 }
 
 // cachedObjects reads one kind of object straight from the hub cache's informer: the cache's own

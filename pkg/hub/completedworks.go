@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -16,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // CompletedWorkReconciler deletes a ManifestWork once it has been Complete for its
@@ -83,7 +84,7 @@ func computeCompletedWorkDeletion(work *workv1.ManifestWork, now time.Time) (rem
 	if _, replicated := work.Labels[workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey]; replicated {
 		return false, 0
 	}
-	complete := meta.FindStatusCondition(work.Status.Conditions, workv1.WorkComplete)
+	complete := workreport.Complete(work.Status.Conditions)
 	if complete == nil || complete.Status != metav1.ConditionTrue {
 		return false, 0
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// Labels on a ManifestWork naming the AppConfig it delivers.
+// Labels on a ManifestWork naming the AppConfig it delivers (the API's, for the hub's readers).
 const (
-	LabelAppConfigNamespace = "ferry.io/appconfig-namespace"
-	LabelAppConfigName      = "ferry.io/appconfig-name"
+	LabelAppConfigNamespace = v1alpha2.LabelAppConfigNamespace
+	LabelAppConfigName      = v1alpha2.LabelAppConfigName
 )
 
 // ApplyOnceOnly is the hub's --apply-once-only mode (seed 000).
@@ -48,7 +48,7 @@ func (m ApplyOnceOnly) defaultStrategy() workv1.UpdateStrategyType {
 // ManifestWorkName is the name of the ManifestWork delivering an AppConfig to a cluster: AppConfigs of
 // different hub namespaces may share a name, so the namespace is part of it.
 func ManifestWorkName(app *v1alpha2.ApplicationConfiguration) string {
-	return app.Namespace + "." + app.Name
+	return v1alpha2.ManifestWorkName(app.Namespace, app.Name)
 }
 
 // BuildManifestWork is the ManifestWork delivering the rendered components of app to cluster: every

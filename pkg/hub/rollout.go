@@ -17,6 +17,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/rollout"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // AnnotationRevisionSince, on a ManifestWork, is when the hub wrote the revision it carries (its
@@ -42,8 +43,8 @@ func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
 	if t, err := time.Parse(time.RFC3339, mw.Annotations[AnnotationRevisionSince]); err == nil {
 		f.updatedAt = t
 	}
-	applied := meta.FindStatusCondition(mw.Status.Conditions, workv1.WorkApplied)
-	if applied == nil || applied.ObservedGeneration != mw.Generation {
+	applied := workreport.WorkCondition(mw.Status.Conditions, workv1.WorkApplied, mw.Generation)
+	if applied == nil {
 		return f // no report on this generation yet: nothing of the earlier one counts
 	}
 	f.reported = true
@@ -54,10 +55,10 @@ func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
 	healths := healthsBuf[:0]
 	var whyHealth v1alpha2.Health
 	for _, m := range mw.Status.ResourceStatus.Manifests {
-		h, cond := v1alpha2.ManifestHealth(m.Conditions, mw.Generation)
-		if c := meta.FindStatusCondition(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse &&
-			(c.ObservedGeneration == 0 || c.ObservedGeneration == mw.Generation) {
-			h, cond = v1alpha2.Degraded, c
+		r := workreport.ReadManifest(m.Conditions, mw.Generation)
+		h, cond := r.Health, r.Unhealthy
+		if r.Applied == metav1.ConditionFalse {
+			h, cond = v1alpha2.Degraded, r.AppliedCondition
 		}
 		for _, c := range m.Conditions {
 			if c.LastTransitionTime.After(since) {
@@ -73,7 +74,7 @@ func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
 			}
 		}
 	}
-	f.health = v1alpha2.AggregateHealth(healths)
+	f.health = workreport.AggregateHealth(healths)
 	if f.health == v1alpha2.Healthy {
 		f.why, f.healthySince = "", since
 	}

@@ -7,6 +7,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // notFineEntry is a cluster as the AppConfig's status lists it: its current manifests that are not
@@ -58,13 +59,13 @@ func cutMessage(msg string, limit int, mark string) string {
 // feedback.
 func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {
 	cs := v1alpha2.ClusterStatus{Name: mw.Namespace, ManifestWork: mw.Name,
-		Applied:   v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
-		Available: v1alpha2.WorkConditionStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
+		Applied:   workreport.WorkStatus(mw.Status.Conditions, workv1.WorkApplied, mw.Generation),
+		Available: workreport.WorkStatus(mw.Status.Conditions, workv1.WorkAvailable, mw.Generation)}
 	var appliedBuf, availableBuf [8]metav1.ConditionStatus
 	var healthsBuf [8]v1alpha2.Health
 	applied, available, healths := appliedBuf[:0], availableBuf[:0], healthsBuf[:0]
 	for _, m := range mw.Status.ResourceStatus.Manifests {
-		r := v1alpha2.ReadManifestReport(m.Conditions, mw.Generation)
+		r := workreport.ReadManifest(m.Conditions, mw.Generation)
 		ms := v1alpha2.ManifestStatus{
 			Ordinal: m.ResourceMeta.Ordinal, Kind: m.ResourceMeta.Kind, Name: m.ResourceMeta.Name, Namespace: m.ResourceMeta.Namespace,
 			Applied: r.Applied, Available: r.Available, Health: r.Health,
@@ -80,7 +81,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool
 				ms.Message = r.Unhealthy.Message
 			}
 			for _, v := range m.StatusFeedbacks.Values {
-				ms.Feedback = append(ms.Feedback, v1alpha2.FeedbackValueOf(v))
+				ms.Feedback = append(ms.Feedback, workreport.FeedbackValue(v))
 			}
 			cs.Manifests = append(cs.Manifests, ms)
 		}
@@ -92,7 +93,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool
 			applied, available = append(applied, ms.Applied), append(available, ms.Available)
 		}
 	}
-	cs.Health = v1alpha2.AggregateHealth(healths)
+	cs.Health = workreport.AggregateHealth(healths)
 	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
 		// The work reports on this generation: judge by the current objects alone.
 		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))

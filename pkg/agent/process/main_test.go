@@ -14,7 +14,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/localcluster"
 	"github.com/ferry-mc/ferry/internal/worktest"
-	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // The hub and the spoke the package's tests share, started by the first test that needs them. Each test
@@ -81,7 +81,7 @@ func (f *clusterWorks) waitWork(name, what string, check func(*workv1.ManifestWo
 func allApplied(w *workv1.ManifestWork) bool {
 	done := func(conds []metav1.Condition) bool {
 		for _, typ := range []string{workv1.WorkApplied, workv1.WorkAvailable} {
-			if v1alpha2.WorkConditionStatus(conds, typ, w.Generation) != metav1.ConditionTrue {
+			if workreport.WorkStatus(conds, typ, w.Generation) != metav1.ConditionTrue {
 				return false
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 const (
@@ -13,121 +12,7 @@ const (
 	unknown = metav1.ConditionUnknown
 )
 
-// cond is a condition typ with status s about generation gen, its reason and message naming it.
-func cond(typ string, s metav1.ConditionStatus, gen int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: s, ObservedGeneration: gen, Reason: typ + "Reason", Message: typ + " message"}
-}
-
-// A work's own condition counts only when it is about the work's generation: missing, about an earlier
-// generation, or without a generation (0), it says nothing about the current spec.
-func TestWorkConditionStatusIsAboutTheGeneration(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		conds []metav1.Condition
-		want  metav1.ConditionStatus
-	}{
-		{"missing", nil, unknown},
-		{"another type only", []metav1.Condition{cond(workv1.WorkAvailable, isTrue, 3)}, unknown},
-		{"current true", []metav1.Condition{cond(workv1.WorkApplied, isTrue, 3)}, isTrue},
-		{"current false", []metav1.Condition{cond(workv1.WorkApplied, isFalse, 3)}, isFalse},
-		{"older generation", []metav1.Condition{cond(workv1.WorkApplied, isTrue, 2)}, unknown},
-		{"newer generation", []metav1.Condition{cond(workv1.WorkApplied, isTrue, 4)}, unknown},
-		{"no generation recorded", []metav1.Condition{cond(workv1.WorkApplied, isTrue, 0)}, unknown},
-	} {
-		if got := WorkConditionStatus(tc.conds, workv1.WorkApplied, 3); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
-// A manifest's report is read about the work's generation: Applied and Available from their conditions
-// (observedGeneration 0 taken at its word, for agents that do not record it), health from Progressing
-// and Degraded about the generation, with the conditions behind each verdict.
-func TestReadManifestReport(t *testing.T) {
-	const gen = 3
-	healthy := func(gen int64) []metav1.Condition {
-		return []metav1.Condition{cond(manifestProgressing, isFalse, gen), cond(manifestDegraded, isFalse, gen)}
-	}
-	with := func(lists ...[]metav1.Condition) []metav1.Condition {
-		var out []metav1.Condition
-		for _, l := range lists {
-			out = append(out, l...)
-		}
-		return out
-	}
-	reported := []metav1.Condition{cond(workv1.ManifestApplied, isTrue, gen), cond(workv1.ManifestAvailable, isTrue, gen)}
-	for _, tc := range []struct {
-		name                     string
-		conds                    []metav1.Condition
-		applied, available       metav1.ConditionStatus
-		health                   Health
-		appliedWhy, availableWhy string // the type of AppliedCondition and AvailableCondition; "" for nil
-		unhealthy                string // the type of Unhealthy; "" for nil
-		fine                     bool
-	}{
-		{name: "nothing reported", applied: unknown, available: unknown, health: HealthUnknown},
-		{name: "fine", conds: with(reported, healthy(gen)), applied: isTrue, available: isTrue, health: Healthy,
-			appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable, fine: true},
-		{name: "older generation", conds: with([]metav1.Condition{cond(workv1.ManifestApplied, isTrue, gen-1), cond(workv1.ManifestAvailable, isTrue, gen-1)}, healthy(gen-1)),
-			applied: unknown, available: unknown, health: HealthUnknown},
-		{name: "no generation recorded: Applied and Available taken at their word, health not",
-			conds:   with([]metav1.Condition{cond(workv1.ManifestApplied, isTrue, 0), cond(workv1.ManifestAvailable, isTrue, 0)}, healthy(0)),
-			applied: isTrue, available: isTrue, health: HealthUnknown, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-		{name: "apply failed", conds: with([]metav1.Condition{cond(workv1.ManifestApplied, isFalse, gen)}, healthy(gen)),
-			applied: isFalse, available: unknown, health: Healthy, appliedWhy: workv1.ManifestApplied},
-		{name: "not available", conds: with([]metav1.Condition{cond(workv1.ManifestApplied, isTrue, gen), cond(workv1.ManifestAvailable, isFalse, gen)}, healthy(gen)),
-			applied: isTrue, available: isFalse, health: Healthy, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-		{name: "progressing", conds: with(reported, []metav1.Condition{cond(manifestProgressing, isTrue, gen), cond(manifestDegraded, isFalse, gen)}),
-			applied: isTrue, available: isTrue, health: Progressing, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable, unhealthy: manifestProgressing},
-		{name: "degraded wins over progressing", conds: with(reported, []metav1.Condition{cond(manifestProgressing, isTrue, gen), cond(manifestDegraded, isTrue, gen)}),
-			applied: isTrue, available: isTrue, health: Degraded, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable, unhealthy: manifestDegraded},
-		{name: "degraded of an older generation does not count", conds: with(reported, []metav1.Condition{cond(manifestProgressing, isFalse, gen), cond(manifestDegraded, isTrue, gen-1)}),
-			applied: isTrue, available: isTrue, health: HealthUnknown, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-		{name: "healthy needs Degraded False too", conds: with(reported, []metav1.Condition{cond(manifestProgressing, isFalse, gen)}),
-			applied: isTrue, available: isTrue, health: HealthUnknown, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-		{name: "healthy needs Progressing False too", conds: with(reported, []metav1.Condition{cond(manifestDegraded, isFalse, gen)}),
-			applied: isTrue, available: isTrue, health: HealthUnknown, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-		{name: "health unknown when a condition is Unknown", conds: with(reported, []metav1.Condition{cond(manifestProgressing, unknown, gen), cond(manifestDegraded, isFalse, gen)}),
-			applied: isTrue, available: isTrue, health: HealthUnknown, appliedWhy: workv1.ManifestApplied, availableWhy: workv1.ManifestAvailable},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := ReadManifestReport(tc.conds, gen)
-			if r.Applied != tc.applied || r.Available != tc.available || r.Health != tc.health {
-				t.Errorf("applied %s, available %s, health %s; want %s, %s, %s", r.Applied, r.Available, r.Health, tc.applied, tc.available, tc.health)
-			}
-			for _, c := range []struct {
-				what string
-				got  *metav1.Condition
-				want string
-			}{{"AppliedCondition", r.AppliedCondition, tc.appliedWhy}, {"AvailableCondition", r.AvailableCondition, tc.availableWhy}, {"Unhealthy", r.Unhealthy, tc.unhealthy}} {
-				switch {
-				case c.want == "" && c.got != nil:
-					t.Errorf("%s %+v, want none", c.what, *c.got)
-				case c.want != "" && (c.got == nil || c.got.Type != c.want || c.got.Message != c.want+" message"):
-					t.Errorf("%s %+v, want the %s condition", c.what, c.got, c.want)
-				}
-			}
-			if r.Fine() != tc.fine {
-				t.Errorf("Fine() = %v, want %v", r.Fine(), tc.fine)
-			}
-		})
-	}
-}
-
-// The conditions behind a report's verdicts are those of the report read, not copies: the hub reads
-// every manifest of a fleet and must not allocate for it.
-func TestReadManifestReportPointsIntoTheReport(t *testing.T) {
-	conds := []metav1.Condition{cond(workv1.ManifestApplied, isFalse, 3), cond(manifestDegraded, isTrue, 3)}
-	r := ReadManifestReport(conds, 3)
-	if r.AppliedCondition != &conds[0] || r.Unhealthy != &conds[1] {
-		t.Errorf("conditions %p and %p, want %p and %p", r.AppliedCondition, r.Unhealthy, &conds[0], &conds[1])
-	}
-	if allocs := testing.AllocsPerRun(100, func() { r = ReadManifestReport(conds, 3) }); allocs != 0 {
-		t.Errorf("%v allocations a read, want none", allocs)
-	}
-}
-
-// Fine is the same rule for a report, a manifest's status and a cluster's: all three verdicts good.
+// Fine is the same rule for a manifest's status and a cluster's: all three verdicts good.
 func TestFine(t *testing.T) {
 	for _, tc := range []struct {
 		applied, available metav1.ConditionStatus
@@ -144,12 +29,11 @@ func TestFine(t *testing.T) {
 		{isTrue, isTrue, HealthUnknown, false},
 		{"", "", "", false},
 	} {
-		r := ManifestReport{Applied: tc.applied, Available: tc.available, Health: tc.health}
 		m := ManifestStatus{Applied: tc.applied, Available: tc.available, Health: tc.health}
 		cs := ClusterStatus{Applied: tc.applied, Available: tc.available, Health: tc.health}
-		if Fine(tc.applied, tc.available, tc.health) != tc.want || r.Fine() != tc.want || m.Fine() != tc.want || cs.Fine() != tc.want {
-			t.Errorf("applied %q, available %q, health %q: Fine %v, report %v, manifest %v, cluster %v; want %v", tc.applied, tc.available, tc.health,
-				Fine(tc.applied, tc.available, tc.health), r.Fine(), m.Fine(), cs.Fine(), tc.want)
+		if Fine(tc.applied, tc.available, tc.health) != tc.want || m.Fine() != tc.want || cs.Fine() != tc.want {
+			t.Errorf("applied %q, available %q, health %q: Fine %v, manifest %v, cluster %v; want %v", tc.applied, tc.available, tc.health,
+				Fine(tc.applied, tc.available, tc.health), m.Fine(), cs.Fine(), tc.want)
 		}
 	}
 }
