@@ -2,6 +2,6 @@
 // deploy/agent/spoke for a managed cluster, and deploy/agent/clusteradm for a managed cluster joined
 // with `clusteradm join`. Its one export, AgentHubClusterRole, is the agent's hub ClusterRole for
 // `ferry-hub clusters add`. Its tests render every kustomization with `kubectl kustomize`,
-// apply the result with a server-side dry run to real API servers of internal/localcluster, and hold
+// apply the result with a server-side dry run to real API servers of internal/testing/localcluster, and hold
 // the Deployments to the security and wiring promises deploy/README.md makes.
 package deploy

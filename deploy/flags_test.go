@@ -7,8 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/ferry-mc/ferry/internal/gobuild"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // binaries are the commands behind each Deployment.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // The hub's policy ferry-manifestwork-manifests, as deploy/hub installs it, enforced by a real API

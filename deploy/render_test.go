@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // installs are the kustomizations a user applies, each to the cluster it names. Every other

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // tenantAccess is one request a user may or may not make: verb on resource (resource[/subresource].group)

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/ferry-mc/ferry/internal/flagdoc"
+	"github.com/ferry-mc/ferry/internal/testing/flagdoc"
 )
 
 // The README's table of ferry-agent's flags is the command's.

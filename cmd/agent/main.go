@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-mc/ferry/internal/relist"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
+	"github.com/ferry-mc/ferry/pkg/relist"
 )
 
 func main() {

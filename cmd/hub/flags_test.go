@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-mc/ferry/internal/flagdoc"
+	"github.com/ferry-mc/ferry/internal/testing/flagdoc"
 )
 
 // The README's tables of ferry-hub's flags, and of `ferry-hub clusters add` and `remove`, are the

@@ -24,8 +24,8 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ferry-mc/ferry/internal/gobuild"
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // A reconcile that fails shows in ferry-hub's log as one line naming the AppConfig and the error. The

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
 )
 
 // RequestStat is what kube-apiserver spent on one kind of request in a phase: how many it served and

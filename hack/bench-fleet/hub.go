@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
-	"github.com/ferry-mc/ferry/internal/fleetsim"
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // hubProcess is one ferry-hub process: the hub, or one shard of it.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ferry-mc/ferry/internal/fleetsim"
-	"github.com/ferry-mc/ferry/internal/relist"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
+	"github.com/ferry-mc/ferry/pkg/relist"
 )
 
 // options are the benchmark's flags: every number it runs with.

@@ -15,9 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
-	"github.com/ferry-mc/ferry/internal/fleetsim"
-	"github.com/ferry-mc/ferry/internal/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
 )
 
 // The stages are 1 % and 10 % of all the clusters, rounded up, then the rest, taken by name.

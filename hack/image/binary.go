@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ferry-mc/ferry/internal/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 )
 
 // command is one binary Ferry ships, and so one image.

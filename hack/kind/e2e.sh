@@ -254,7 +254,7 @@ install_hub() {
 
 register_spokes() {
   say "register ${spoke_names[*]} on the hub (agents reach it at $hub_server)"
-  # Built as the images build it (hack/image, internal/gobuild): a static, stripped binary, and the
+  # Built as the images build it (hack/image, internal/testing/gobuild): a static, stripped binary, and the
   # same build cache as the tests' and the images' builds of ferry-hub.
   echo "+ (cd $root && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o $bin_dir/ferry-hub ./cmd/hub)"
   (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$bin_dir/ferry-hub" ./cmd/hub)

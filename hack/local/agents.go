@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 	"github.com/ferry-mc/ferry/manifests"
 )
 
@@ -19,7 +19,7 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 	if err != nil {
 		return nil, err
 	}
-	// internal/localcluster installs the spoke's CRDs from manifests/ when it starts a spoke.
+	// internal/testing/localcluster installs the spoke's CRDs from manifests/ when it starts a spoke.
 	crds, err := manifests.SpokeCRDs()
 	if err != nil {
 		return nil, err

@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 type options struct {

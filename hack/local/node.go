@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/podinstall"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/podinstall"
 )
 
 // localClusterName is the name the hub is registered under with itself with --real-node, as OCM calls a

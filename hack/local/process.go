@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
 )
 
 // process is a ferry-hub or ferry-agent binary running for one cluster.

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/benchgoal"
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/agent"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 )

@@ -122,7 +122,7 @@ spec:
 		  selector: {matchLabels: {app: agent}}, template: {metadata: {labels: {app: agent}}, spec: ` + podSpec + `}}}`,
 		`{apiVersion: batch/v1, kind: Job, metadata: {name: once, namespace: "{{ns}}"}, spec: {backoffLimit: 0,
 		  template: {spec: {restartPolicy: Never, containers: [{name: main, image: busybox}]}}}}`,
-		// kwok fails a running pod that carries this label (internal/localcluster/kwok).
+		// kwok fails a running pod that carries this label (internal/testing/localcluster/kwok).
 		`{apiVersion: batch/v1, kind: Job, metadata: {name: fails, namespace: "{{ns}}"}, spec: {backoffLimit: 0,
 		  template: {metadata: {labels: {pod-container-running-failed.stage.kwok.x-k8s.io: "true"}},
 		  spec: {restartPolicy: Never, containers: [{name: main, image: busybox}]}}}}`,

@@ -21,14 +21,14 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ferry-mc/ferry/internal/fleetsim"
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
 // An AppConfig on a fleet of 2,000 simulated clusters (a hub of its own, agents played by
-// internal/fleetsim writing status as ferry-agent does): its status stays far below 100 KiB before
+// internal/testing/fleetsim writing status as ferry-agent does): its status stays far below 100 KiB before
 // any cluster reports, when all are healthy and when many are degraded; its summary follows the
 // agents' reports; it lists the first clusters that are not fine and counts the rest; and a fleet
 // whose reports do not change costs the hub no write. Reports cost it no pass over the fleet's works

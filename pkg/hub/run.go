@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ferry-mc/ferry/internal/relist"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/registration"
+	"github.com/ferry-mc/ferry/pkg/relist"
 )
 
 // The hub's client rate limits by default (--kube-api-qps, --kube-api-burst): API priority and fairness
@@ -129,7 +129,7 @@ func CacheOptions() cache.Options {
 		// managedFields are much of a cached object's metadata and nothing the hub reads.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Each LIST in pages: a relist of 100,000 works in one response outlasts kube-apiserver's
-		// request timeout on a busy hub (internal/relist).
+		// request timeout on a busy hub (pkg/relist).
 		NewInformer: relist.NewInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the

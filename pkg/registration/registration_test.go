@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/hub"
 	"github.com/ferry-mc/ferry/pkg/registration"

@@ -20,10 +20,10 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/benchgoal"
-	"github.com/ferry-mc/ferry/internal/fleetsim"
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
+	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // BenchmarkShippedAgentMemory measures what ferry-agent, run as deploy/agent/spoke runs it (its

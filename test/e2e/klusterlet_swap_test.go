@@ -29,8 +29,8 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // OCMPeersDirEnv names the environment variable that points at the directory holding OCM's own agents

@@ -34,8 +34,8 @@ import (
 	workv1alpha1 "open-cluster-management.io/api/work/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 const (

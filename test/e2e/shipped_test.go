@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
-	"github.com/ferry-mc/ferry/internal/gobuild"
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/shipped"
 	"github.com/ferry-mc/ferry/manifests"
 	"github.com/ferry-mc/ferry/pkg/registration"
 )
@@ -152,7 +152,7 @@ func startShippedAgent(t testing.TB, env *localcluster.Environment, spoke *local
 		t.Fatal(err)
 	}
 	in := render(t, filepath.Join("agent", "spoke"))
-	// The spoke serves the CRDs of manifests/ from its start (internal/localcluster).
+	// The spoke serves the CRDs of manifests/ from its start (internal/testing/localcluster).
 	crds, err := manifests.SpokeCRDs()
 	if err != nil {
 		t.Fatal(err)

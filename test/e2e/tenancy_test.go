@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-mc/ferry/internal/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 )
 
 // kubectlRun runs kubectl against kubeconfig, as user when it is not empty (kubectl's --as: the hub

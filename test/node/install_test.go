@@ -23,10 +23,10 @@ import (
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/gobuild"
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/podinstall"
-	"github.com/ferry-mc/ferry/internal/worktest"
+	"github.com/ferry-mc/ferry/internal/testing/gobuild"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/podinstall"
+	"github.com/ferry-mc/ferry/internal/testing/worktest"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/registration"
 )

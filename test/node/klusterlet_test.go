@@ -31,9 +31,9 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/childproc"
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/podinstall"
+	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/podinstall"
 )
 
 // ocmPeersDirEnv names the directory of OCM's own binaries built as Ferry's test peers

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 const (

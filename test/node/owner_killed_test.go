@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // ownerEnv makes the test binary, run again by TestOwnerKilledWithPodsRunning, the owner to kill.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 func init() {

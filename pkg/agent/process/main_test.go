@@ -12,8 +12,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
-	"github.com/ferry-mc/ferry/internal/worktest"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/worktest"
 	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 

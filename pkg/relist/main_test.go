@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // shared is one API server (etcd and kube-apiserver) for the package's tests, each in a namespace of

@@ -15,7 +15,7 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
-	"github.com/ferry-mc/ferry/internal/relist"
+	"github.com/ferry-mc/ferry/pkg/relist"
 )
 
 // WorkTracker follows every ManifestWork on the hub through one watch, keeping of each only its Work

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ferry-mc/ferry/internal/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 )
 
 // shared is one hub (etcd and kube-apiserver with the hub's CRDs) for the package's tests, each of

@@ -7,5 +7,5 @@
 // binary from the Deployment's container — its args with $(VAR) expanded as the kubelet does, its
 // env, and a short, explicit list of Overrides for what differs between a process on this machine and
 // a pod (bind addresses, see LoopbackServers; kubeconfigs; mount paths). Running the command is
-// internal/childproc's part. InstallHub and Hub.Command do all of it for ferry-hub on a local hub.
+// internal/testing/childproc's part. InstallHub and Hub.Command do all of it for ferry-hub on a local hub.
 package shipped

@@ -21,7 +21,7 @@ type Hub struct {
 
 // InstallHub renders deployDir/hub, applies all of it but the Deployment to the hub cfg reaches (named
 // cluster in errors), and writes the Deployment's ServiceAccount's kubeconfig to kubeconfig. The hub
-// must already serve the CRDs of manifests/ (internal/localcluster installs them when it starts a hub);
+// must already serve the CRDs of manifests/ (internal/testing/localcluster installs them when it starts a hub);
 // deploy/hub's copies must be identical.
 func InstallHub(ctx context.Context, deployDir, cluster string, cfg *rest.Config, kubeconfig string) (*Hub, error) {
 	in, err := Render(ctx, filepath.Join(deployDir, "hub"))

@@ -11,7 +11,7 @@ import (
 )
 
 // deployDir is the repository's deploy/, relative to this package.
-const deployDir = "../../deploy/"
+const deployDir = "../../../deploy/"
 
 // The command for ferry-hub is the shipped Deployment's: its args with the pod's namespace expanded,
 // the overrides a local process needs, and the container's env as the whole environment.
