@@ -7,8 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/gobuild"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // binaries are the commands behind each Deployment.
@@ -35,7 +35,7 @@ func TestBinariesAcceptTheDeploymentArgs(t *testing.T) {
 		_, objs := render(t, in.dir)
 		for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
 			c := d.Spec.Template.Spec.Containers[0]
-			expanded, err := shipped.ExpandArgs(c, shipped.PodFields(d.Namespace, d.Name+"-0"))
+			expanded, err := deployrunner.ExpandArgs(c, deployrunner.PodFields(d.Namespace, d.Name+"-0"))
 			if err != nil {
 				t.Fatalf("deploy/%s: %v", in.dir, err)
 			}

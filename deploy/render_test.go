@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 )
 
 // installs are the kustomizations a user applies, each to the cluster it names. Every other
@@ -91,7 +91,7 @@ func render(t testing.TB, dir string) ([]byte, []*unstructured.Unstructured) {
 		t.Fatalf("render %s: %v", dir, err)
 	}
 	renderings[dir] = out
-	objs, err := shipped.DecodeObjects([]byte(out))
+	objs, err := deployrunner.DecodeObjects([]byte(out))
 	if err != nil {
 		t.Fatalf("decode the rendering of %s: %v", dir, err)
 	}

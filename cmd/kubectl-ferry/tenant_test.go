@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/internal/statusview"
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
@@ -91,7 +91,7 @@ func TestKubectlFerryForATenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roles, err := shipped.DecodeObjects(data)
+	roles, err := deployrunner.DecodeObjects(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // hubProcess is one ferry-hub process: the hub, or one shard of it.
@@ -74,7 +74,7 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 		return nil, err
 	}
 	// In the environment's directory, which goes with it.
-	hub, err := shipped.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, filepath.Join(env.Dir, "ferry-hub.kubeconfig"))
+	hub, err := deployrunner.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, filepath.Join(env.Dir, "ferry-hub.kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 		overrides := extra
 		name, logPath := "ferry-hub", o.hubLog
 		if o.hubShards > 1 {
-			overrides = append(slices.Clip(extra), shipped.Add("shard-index", strconv.Itoa(i)), shipped.Add("shard-count", strconv.Itoa(o.hubShards)))
+			overrides = append(slices.Clip(extra), deployrunner.Add("shard-index", strconv.Itoa(i)), deployrunner.Add("shard-count", strconv.Itoa(o.hubShards)))
 			name = fmt.Sprintf("ferry-hub-%d", i)
 			ext := filepath.Ext(o.hubLog)
 			logPath = fmt.Sprintf("%s-%d%s", strings.TrimSuffix(o.hubLog, ext), i, ext)
@@ -122,8 +122,8 @@ func startHubs(ctx context.Context, env *localcluster.Environment, o *options) (
 
 // hubArgOverrides turns --hub-arg values (--flag=value, or --flag for true) into overrides of
 // deploy/hub's args: the flag's value is replaced when the Deployment carries it, appended otherwise.
-func hubArgOverrides(args []string) ([]shipped.Override, error) {
-	var out []shipped.Override
+func hubArgOverrides(args []string) ([]deployrunner.Override, error) {
+	var out []deployrunner.Override
 	for _, a := range args {
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
 		if !strings.HasPrefix(a, "--") || name == "" {
@@ -132,7 +132,7 @@ func hubArgOverrides(args []string) ([]shipped.Override, error) {
 		if !hasValue {
 			value = "true"
 		}
-		out = append(out, shipped.Add(name, value))
+		out = append(out, deployrunner.Add(name, value))
 	}
 	return out, nil
 }

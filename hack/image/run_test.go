@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 var (
@@ -82,7 +82,7 @@ func TestImagesRunAgainstALocalHubAndSpoke(t *testing.T) {
 	if _, err := spokeKube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "open-cluster-management-agent"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	addrs, err := shipped.FreeLoopbackAddresses(1)
+	addrs, err := deployrunner.FreeLoopbackAddresses(1)
 	if err != nil {
 		t.Fatal(err)
 	}

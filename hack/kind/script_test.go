@@ -24,9 +24,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // repoRoot is the checkout this file is in.
@@ -105,7 +105,7 @@ func shellWords(args []string) string {
 // decodeObjects reads every object of a YAML stream.
 func decodeObjects(t *testing.T, data []byte) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := shipped.DecodeObjects(data)
+	objs, err := deployrunner.DecodeObjects(data)
 	if err != nil {
 		t.Fatal(err)
 	}

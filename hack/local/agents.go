@@ -6,8 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 	"github.com/ferry-mc/ferry/manifests"
 )
 
@@ -15,7 +15,7 @@ import (
 // ferry-agent binary for it as that Deployment's container: its args and env, as its ServiceAccount
 // on the spoke, and with a hub credential laid out as the Secret hub-kubeconfig-secret it mounts.
 func (o *options) startAgents(ctx context.Context, env *localcluster.Environment) ([]*process, error) {
-	in, err := shipped.Render(ctx, filepath.Join(o.deployDir, "agent", "spoke"))
+	in, err := deployrunner.Render(ctx, filepath.Join(o.deployDir, "agent", "spoke"))
 	if err != nil {
 		return nil, err
 	}
@@ -41,22 +41,22 @@ func (o *options) startAgents(ctx context.Context, env *localcluster.Environment
 		if err != nil {
 			return agents, err
 		}
-		user, err := shipped.ServiceAccountKubeconfig(ctx, spoke.Name, spoke.Config, d, spokeKubeconfig)
+		user, err := deployrunner.ServiceAccountKubeconfig(ctx, spoke.Name, spoke.Config, d, spokeKubeconfig)
 		if err != nil {
 			return agents, err
 		}
-		binds, health, metrics, err := shipped.LoopbackServers()
+		binds, health, metrics, err := deployrunner.LoopbackServers()
 		if err != nil {
 			return agents, err
 		}
-		cmd, err := in.Command(shipped.Process{
+		cmd, err := in.Command(deployrunner.Process{
 			Binary: o.binaryPath("ferry-agent"),
-			Fields: shipped.PodFields(d.Namespace, d.Name+"-"+spoke.Name),
+			Fields: deployrunner.PodFields(d.Namespace, d.Name+"-"+spoke.Name),
 			Overrides: append(binds,
 				// The Secret's mount path in the pod.
-				shipped.Set("hub-kubeconfig-dir", hubKubeconfigDir),
+				deployrunner.Set("hub-kubeconfig-dir", hubKubeconfigDir),
 				// In a pod, the agent finds its ServiceAccount's in-cluster configuration instead.
-				shipped.Add("spoke-kubeconfig", spokeKubeconfig),
+				deployrunner.Add("spoke-kubeconfig", spokeKubeconfig),
 			),
 		})
 		if err != nil {

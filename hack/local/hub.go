@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // startHub installs deploy/hub on the hub, all but its Deployment, and runs the real ferry-hub binary
@@ -18,7 +18,7 @@ func (o *options) startHub(ctx context.Context, env *localcluster.Environment) (
 	if err != nil {
 		return nil, err
 	}
-	hub, err := shipped.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, kubeconfig)
+	hub, err := deployrunner.InstallHub(ctx, o.deployDir, env.Hub.Name, env.Hub.Config, kubeconfig)
 	if err != nil {
 		return nil, err
 	}

@@ -75,13 +75,13 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 	}
 	m.Group, m.Version, m.Kind, m.Namespace, m.Name = id.Group, id.Version, id.Kind, id.Namespace, id.Name
 	resource := id.Resource
-	if report != nil && sameObject(report.ResourceMeta, id) && report.ResourceMeta.Resource != "" {
+	if report != nil && workreport.SameObject(report.ResourceMeta, id) && report.ResourceMeta.Resource != "" {
 		resource = report.ResourceMeta.Resource
 	}
 	m.Strategy = strategyOf(mw.Spec.ManifestConfigs, workv1.ResourceIdentifier{Group: id.Group, Resource: resource, Namespace: id.Namespace, Name: id.Name})
 
 	// A report about another object at this ordinal (the spec changed since) is no report of this one.
-	if report == nil || !sameObject(report.ResourceMeta, id) {
+	if report == nil || !workreport.SameObject(report.ResourceMeta, id) {
 		m.Applied, m.Available, m.Health = metav1.ConditionUnknown, metav1.ConditionUnknown, v1alpha2.HealthUnknown
 		m.Reason, m.Message = ReasonNotReported, fmt.Sprintf("the agent has not reported this manifest for generation %d of the work yet", mw.Generation)
 		if decodeErr != nil {
@@ -112,13 +112,6 @@ func manifestView(mw *workv1.ManifestWork, ordinal int32, report *workv1.Manifes
 		m.Reason, m.Message = ReasonHealthNotReported, "no Progressing and Degraded conditions for the work's current generation"
 	}
 	return m
-}
-
-func sameObject(report, id workv1.ManifestResourceMeta) bool {
-	return report.Group == id.Group && report.Kind == id.Kind && report.Name == id.Name &&
-		// The agent reports a cluster-scoped object without the namespace its manifest may name (its
-		// spoke's discovery knew the kind's scope; a hub that does not serve the kind could not).
-		(report.Namespace == id.Namespace || report.Namespace == "" && report.Resource != "")
 }
 
 // strategyOf is the update strategy manifestConfigs give the object id names, read as the agent reads

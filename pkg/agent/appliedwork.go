@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -305,7 +306,7 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 		}
 	}
 	slices.SortFunc(applied, func(x, y workv1.AppliedManifestResourceMeta) int {
-		return compareStrings(appliedKey(x), appliedKey(y))
+		return strings.Compare(appliedKey(x), appliedKey(y))
 	})
 
 	forcedJSON := ""
@@ -350,14 +351,4 @@ func nullIfEmpty(s string) any {
 		return nil
 	}
 	return s
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -232,7 +232,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m workload.Mani
 }
 
 // applySettled fills r from the manifest's last apply that wrote nothing, when the object's watch shows
-// it unchanged since and the work asks for the same (see settledObjects), and reports whether it did.
+// it unchanged since and the work asks for the same (see unchangedApplyCache), and reports whether it did.
 // Without a synced watch of the object nothing is taken as settled: it is read.
 func (c *controller) applySettled(work string, r *manifestResult, key settledKey, namespace string) bool {
 	if c.watches == nil {

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // Completion, as OCM's agent has it: a manifest whose Complete condition is True (a finished Job or
@@ -20,7 +22,7 @@ import (
 // manifest is found by its object, not its ordinal, so that a manifest moved within the work keeps it.
 func manifestComplete(work *workv1.ManifestWork, m workv1.ManifestResourceMeta) bool {
 	for _, old := range work.Status.ResourceStatus.Manifests {
-		if sameObject(old.ResourceMeta, m) {
+		if workreport.SameObject(old.ResourceMeta, m) {
 			return meta.IsStatusConditionTrue(old.Conditions, workv1.ManifestComplete)
 		}
 	}

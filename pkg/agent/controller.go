@@ -49,10 +49,10 @@ type controller struct {
 	crds      *crdTracker    // the spoke's CRDs: authoritative mappings, and works waiting for a kind
 
 	// the results of our own writes, until the informers have them
-	freshWorks *fresher[*workv1.ManifestWork]
-	freshAMWs  *fresher[*workv1.AppliedManifestWork]
+	freshWorks *writeThroughCache[*workv1.ManifestWork]
+	freshAMWs  *writeThroughCache[*workv1.AppliedManifestWork]
 	// each manifest's last apply that wrote nothing, taken again while its object is unchanged
-	settled *settledObjects
+	settled *unchangedApplyCache
 
 	queue  workqueue.TypedRateLimitingInterface[string]
 	resync time.Duration // how often a work is reconciled with nothing changed, to pick up drift and status
@@ -134,7 +134,7 @@ func (c *controller) enqueueAfter(name string, d time.Duration) { c.queue.AddAft
 // reconcile brings one ManifestWork and the spoke in line: a pass of the work through the agent's
 // reconcilers, in turn, until one of them ends it.
 func (c *controller) reconcile(ctx context.Context, name string) (nextStep, error) {
-	p := &workPass{name: name}
+	p := &reconcileState{name: name}
 	for _, step := range c.reconcilers() {
 		done, err := step.run(ctx, p)
 		if err != nil {
@@ -147,11 +147,11 @@ func (c *controller) reconcile(ctx context.Context, name string) (nextStep, erro
 	return p.next, nil
 }
 
-// workPass is one pass of a ManifestWork through the reconcilers: what each finds there and leaves
+// reconcileState is one pass of a ManifestWork through the reconcilers: what each finds there and leaves
 // for the next.
-type workPass struct {
+type reconcileState struct {
 	name string
-	work *workv1.ManifestWork        // from the informer (or the agent's own fresher write)
+	work *workv1.ManifestWork        // from the informer (or the agent's own writeThroughCache write)
 	amw  *workv1.AppliedManifestWork // the spoke's record of it, once ensured
 	// results are the manifests' applies, in spec order, once applied.
 	results []manifestResult
@@ -163,7 +163,7 @@ type workPass struct {
 // reconciler is one small step of a pass. done ends the pass with p.next; an error ends it too.
 type reconciler struct {
 	name string
-	run  func(ctx context.Context, p *workPass) (done bool, err error)
+	run  func(ctx context.Context, p *reconcileState) (done bool, err error)
 }
 
 // reconcilers are the steps of a pass, in order. Each reads what the earlier ones left in the pass.
@@ -183,7 +183,7 @@ func (c *controller) reconcilers() []reconciler {
 // for it is forgotten. Deleted with its finalizer in place means it was finalized; deleted without
 // (forced) leaves its AppliedManifestWork, and its objects, alone until the eviction grace period has
 // passed (evictOrphans): a work that comes back in the meantime finds them as they were.
-func (c *controller) readWork(_ context.Context, p *workPass) (bool, error) {
+func (c *controller) readWork(_ context.Context, p *reconcileState) (bool, error) {
 	work, err := c.workLister.Get(p.name)
 	if apierrors.IsNotFound(err) {
 		c.freshWorks.forget(p.name)
@@ -203,7 +203,7 @@ func (c *controller) readWork(_ context.Context, p *workPass) (bool, error) {
 }
 
 // finalizeDeleted removes what a work being deleted applied, then lets it go (finalize.go).
-func (c *controller) finalizeDeleted(ctx context.Context, p *workPass) (bool, error) {
+func (c *controller) finalizeDeleted(ctx context.Context, p *reconcileState) (bool, error) {
 	if p.work.DeletionTimestamp == nil {
 		return false, nil
 	}
@@ -214,14 +214,14 @@ func (c *controller) finalizeDeleted(ctx context.Context, p *workPass) (bool, er
 
 // holdCompleted ends the pass of a work that is done (see completion.go): nothing of it is applied or
 // removed, and its status stays as it was when it completed, until it is deleted.
-func holdCompleted(_ context.Context, p *workPass) (bool, error) {
+func holdCompleted(_ context.Context, p *reconcileState) (bool, error) {
 	return workComplete(p.work) && slices.Contains(p.work.Finalizers, workv1.ManifestWorkFinalizer), nil
 }
 
 // prepare puts the hub's finalizer on the work and makes sure of the spoke's AppliedManifestWork. The
 // two do not depend on each other: one round trip instead of two, which is most of a new work's
 // latency.
-func (c *controller) prepare(ctx context.Context, p *workPass) (bool, error) {
+func (c *controller) prepare(ctx context.Context, p *reconcileState) (bool, error) {
 	var amwErr error
 	var beside errgroup.Group // errors are kept apart: each is handled on its own below
 	read := p.work
@@ -251,7 +251,7 @@ func (c *controller) prepare(ctx context.Context, p *workPass) (bool, error) {
 }
 
 // applyManifests applies every manifest of the work and watches what they became.
-func (c *controller) applyManifests(ctx context.Context, p *workPass) (bool, error) {
+func (c *controller) applyManifests(ctx context.Context, p *reconcileState) (bool, error) {
 	p.results, p.next = c.applyAll(ctx, p.work, p.amw)
 	if c.watches != nil {
 		c.watches.track(p.work.Name, p.results)
@@ -261,7 +261,7 @@ func (c *controller) applyManifests(ctx context.Context, p *workPass) (bool, err
 
 // recordAndReport records on the spoke what the work applied (and removes what left it), and reports
 // the results to the hub in one status patch; the two do not depend on each other.
-func (c *controller) recordAndReport(ctx context.Context, p *workPass) (bool, error) {
+func (c *controller) recordAndReport(ctx context.Context, p *reconcileState) (bool, error) {
 	var record errgroup.Group
 	record.Go(func() error {
 		var err error
@@ -279,7 +279,7 @@ func (c *controller) recordAndReport(ctx context.Context, p *workPass) (bool, er
 }
 
 // scheduleNextPass says when the work is looked at again if nothing changes meanwhile.
-func (c *controller) scheduleNextPass(_ context.Context, p *workPass) (bool, error) {
+func (c *controller) scheduleNextPass(_ context.Context, p *reconcileState) (bool, error) {
 	p.next = nextPassAfter(p.next, p.removing, c.resync)
 	return true, nil
 }

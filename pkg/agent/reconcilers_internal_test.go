@@ -52,15 +52,15 @@ func TestReadWorkForgetsAWorkThatIsGone(t *testing.T) {
 	c := &controller{
 		cluster:    "c1",
 		workLister: worklisters.NewManifestWorkLister(indexer).ManifestWorks("c1"),
-		freshWorks: newFresher[*workv1.ManifestWork](),
-		freshAMWs:  newFresher[*workv1.AppliedManifestWork](),
-		settled:    newSettledObjects(),
+		freshWorks: newWriteThroughCache[*workv1.ManifestWork](),
+		freshAMWs:  newWriteThroughCache[*workv1.AppliedManifestWork](),
+		settled:    newUnchangedApplyCache(),
 		crds:       &crdTracker{waiting: map[schema.GroupKind]map[string]bool{{Kind: "Widget"}: {"gone": true}}},
 	}
 	kept := &manifestResult{result: apply.Result{Operation: apply.Unchanged}}
 	c.settled.record("gone", settledKey{generation: 1}, kept)
 
-	p := &workPass{name: "gone"}
+	p := &reconcileState{name: "gone"}
 	if done, err := c.readWork(context.Background(), p); !done || err != nil {
 		t.Fatalf("a work that is gone: done %t, error %v; want the pass ended without error", done, err)
 	}
@@ -71,7 +71,7 @@ func TestReadWorkForgetsAWorkThatIsGone(t *testing.T) {
 		t.Errorf("a work that is gone still waits for a CRD: %v", c.crds.waiting)
 	}
 
-	p = &workPass{name: "here"}
+	p = &reconcileState{name: "here"}
 	if done, err := c.readWork(context.Background(), p); done || err != nil || p.work == nil || p.work.Generation != 2 {
 		t.Errorf("a work that is there: done %t, error %v, work %v; want it handed on", done, err, p.work)
 	}
@@ -91,7 +91,7 @@ func TestHoldCompletedHoldsOnlyACompletedWorkOfTheAgent(t *testing.T) {
 		"completed, finalizer not there": {complete, nil, false},
 	} {
 		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Finalizers: tc.finalizers}, Status: workv1.ManifestWorkStatus{Conditions: tc.conditions}}
-		if held, _ := holdCompleted(context.Background(), &workPass{work: w}); held != tc.held {
+		if held, _ := holdCompleted(context.Background(), &reconcileState{work: w}); held != tc.held {
 			t.Errorf("%s: held %t, want %t", name, held, tc.held)
 		}
 	}

@@ -115,9 +115,9 @@ func Start(ctx context.Context, cfg Config) error {
 			// Conflicts and server errors back off from 100ms to a minute.
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "manifestworks"}),
-		freshWorks: newFresher[*workv1.ManifestWork](),
-		freshAMWs:  newFresher[*workv1.AppliedManifestWork](),
-		settled:    newSettledObjects(),
+		freshWorks: newWriteThroughCache[*workv1.ManifestWork](),
+		freshAMWs:  newWriteThroughCache[*workv1.AppliedManifestWork](),
+		settled:    newUnchangedApplyCache(),
 		resync:     cfg.StatusSyncInterval,
 		log:        cfg.Log,
 	}

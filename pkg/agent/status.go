@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/agent/health"
 	"github.com/ferry-mc/ferry/pkg/apply"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // Condition reasons. Where Open Cluster Management has a reason for a state, it is used as is.
@@ -152,13 +153,13 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 	for _, m := range work.Status.ResourceStatus.Manifests {
 		previous[m.ResourceMeta.Ordinal] = m.Conditions
 	}
-	status := workv1.ManifestWorkStatus{Conditions: cloneConditions(work.Status.Conditions)}
+	status := workv1.ManifestWorkStatus{Conditions: slices.Clone(work.Status.Conditions)}
 	var failed, waiting, unavailable []string
 	for i := range results {
 		r := &results[i]
-		mc := workv1.ManifestCondition{ResourceMeta: r.meta, Conditions: cloneConditions(previous[r.meta.Ordinal])}
+		mc := workv1.ManifestCondition{ResourceMeta: r.meta, Conditions: slices.Clone(previous[r.meta.Ordinal])}
 		// Conditions of a different object at this ordinal do not carry over.
-		if old := findManifest(work.Status.ResourceStatus.Manifests, r.meta.Ordinal); old != nil && !sameObject(old.ResourceMeta, r.meta) {
+		if old := findManifest(work.Status.ResourceStatus.Manifests, r.meta.Ordinal); old != nil && !workreport.SameObject(old.ResourceMeta, r.meta) {
 			mc.Conditions = nil
 		}
 		applied := appliedCondition(r)
@@ -268,17 +269,6 @@ func findManifest(ms []workv1.ManifestCondition, ordinal int32) *workv1.Manifest
 		}
 	}
 	return nil
-}
-
-func sameObject(a, b workv1.ManifestResourceMeta) bool {
-	return a.Group == b.Group && a.Kind == b.Kind && a.Name == b.Name && a.Namespace == b.Namespace
-}
-
-func cloneConditions(in []metav1.Condition) []metav1.Condition {
-	if in == nil {
-		return nil
-	}
-	return append([]metav1.Condition(nil), in...)
 }
 
 // setHealth makes the health conditions of conditions exactly current: each set (its transition time

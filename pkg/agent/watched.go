@@ -17,7 +17,7 @@ import (
 // owner list was about 700 bytes; this, with its strings, about 200.
 type watchedObject struct {
 	namespace, name string
-	// resourceVersion tells whether the object changed since the agent last read it (settledObjects).
+	// resourceVersion tells whether the object changed since the agent last read it (unchangedApplyCache).
 	resourceVersion string
 	// heldBy is the first AppliedManifestWork among the object's owners: the work that keeps it when
 	// two works name it (heldByAnotherWork). Zero when none is.

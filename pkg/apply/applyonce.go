@@ -2,7 +2,7 @@ package apply
 
 import "context"
 
-// applyOnceStrategy is seed 000's apply-once-only. The manifest is applied (as Update does) when it
+// applyOnceStrategy is apply-once (--apply-once-only on, and force without re-creating). The manifest is applied (as Update does) when it
 // differs from the one last applied to the object — for OAM-rendered objects, exactly when the
 // app.oam.dev/generation annotation or the app.oam.dev/revision label changed — and left alone
 // otherwise, so that changes made on the cluster survive. A missing object is re-created, except with

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// updateStrategy is the 3-way merge of seed 001, as `kubectl apply` does it: the patch takes the object
+// updateStrategy is a 3-way merge against the last-applied record, as `kubectl apply` does it: the patch takes the object
 // from its current state to the desired manifest in the fields the manifest sets, and removes the
 // fields the last applied manifest set and the desired one no longer does. Fields set by anyone else —
 // defaults, an HPA's replicas, a Service's clusterIP — are in neither and stay as they are. No write is

@@ -84,11 +84,11 @@ type AppConfigReconciler struct {
 	cachedWorks cachedObjects[*workv1.ManifestWork]
 	clusters    ClusterLister
 	// What the last delivery passes found complete, to skip the passes a status report does not need.
-	checked deliveryChecks
+	upToDate upToDateDeliveries
 	// The works this hub wrote moments ago, which the cache may not show yet.
-	written ownWrites
-	// The verdicts on every work of the AppConfigs of this shard, taken as the works change.
-	verdicts *clusterVerdicts
+	recentWrites recentWorkWrites
+	// The summary of every work of the AppConfigs of this shard, taken as the works change.
+	summaries *workSummaries
 }
 
 // SetupWithManager registers the reconciler. ManifestWorks live in cluster namespaces, where an owner
@@ -102,7 +102,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
 		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
 		Watches(&workv1.ManifestWork{}, batchedReports{appConfigsOf: appConfigsOfWork, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
-			changed: r.checked.changed, observe: r.verdicts.observe}).
+			changed: r.upToDate.changed, observe: r.summaries.observe}).
 		Watches(&v1alpha2.Component{}, r.appConfigsOf(inItsNamespace)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
 		Watches(&managedCluster{}, r.appConfigsOf(everywhere), builder.WithPredicates(placementChanged)).
@@ -153,7 +153,7 @@ func (r *AppConfigReconciler) setUpCache(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-	r.verdicts = newClusterVerdicts(r.Shard.ownsObject)
+	r.summaries = newWorkSummaries(r.Shard.ownsObject)
 	return nil
 }
 
@@ -184,7 +184,7 @@ const (
 // delivery passes look again.
 func (r *AppConfigReconciler) appConfigsOf(all bool) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		r.checked.changed()
+		r.upToDate.changed()
 		apps := &v1alpha2.ApplicationConfigurationList{}
 		var opts []client.ListOption
 		if !all {
@@ -205,10 +205,10 @@ func (r *AppConfigReconciler) appConfigsOf(all bool) handler.EventHandler {
 func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !r.Shard.ownsObject(req.NamespacedName) {
 		// Another shard delivers it: this one never writes its works, finalizer or status.
-		r.checked.forget(req.NamespacedName)
+		r.upToDate.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	p := &appConfigPass{key: req.NamespacedName, seen: r.checked.now()} // before the cache is read (see deliveryChecks)
+	p := &appConfigPass{key: req.NamespacedName, seen: r.upToDate.now()} // before the cache is read (see upToDateDeliveries)
 	for _, step := range r.steps() {
 		done, err := step(ctx, p)
 		if err != nil {
@@ -338,7 +338,7 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 
 // patchStatus writes the status a pass ends with, when it has one and it changed: Ready, the rendered
 // workloads (kept as they were when the pass rendered none), the rollout, the placement (kept when the
-// pass did not place), and the clusters, counted from the verdicts on the works (clusterVerdicts) but
+// pass did not place), and the clusters, counted from the verdicts on the works (workSummaries) but
 // those the pass deleted.
 func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass) error {
 	if p.ready == nil {
@@ -389,7 +389,7 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 			status.Workloads = append(status.Workloads, ws)
 		}
 	}
-	status.Summary, status.Clusters, status.OmittedClusters = r.verdicts.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
+	status.Summary, status.Clusters, status.OmittedClusters = r.summaries.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
 	if equality.Semantic.DeepEqual(status, &app.Status) {
 		return nil
 	}

@@ -21,7 +21,7 @@ import (
 // it and for the one status patch that ends the pass (patchStatus).
 type appConfigPass struct {
 	key types.NamespacedName
-	// seen is deliveryChecks' count of changes before the cache was read.
+	// seen is upToDateDeliveries' count of changes before the cache was read.
 	seen uint64
 	app  *v1alpha2.ApplicationConfiguration
 
@@ -73,12 +73,12 @@ func (r *AppConfigReconciler) read(ctx context.Context, p *appConfigPass) (bool,
 	app := &v1alpha2.ApplicationConfiguration{}
 	if err := r.Client.Get(ctx, p.key, app); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.checked.forget(p.key)
+			r.upToDate.forget(p.key)
 		}
 		return true, client.IgnoreNotFound(err)
 	}
 	if app.DeletionTimestamp != nil {
-		r.checked.forget(p.key)
+		r.upToDate.forget(p.key)
 		var err error
 		p.result, err = r.finalize(ctx, app)
 		return true, err
@@ -190,7 +190,7 @@ func (r *AppConfigReconciler) recordRevision(ctx context.Context, p *appConfigPa
 // place finds the clusters the AppConfig is delivered to: its placement's, held to the sets bound to
 // its namespace, unless nothing moved them since the last complete delivery.
 func (r *AppConfigReconciler) place(ctx context.Context, p *appConfigPass) (bool, error) {
-	placed, unmoved := r.checked.placement(p.key, p.app.Generation, p.seen)
+	placed, unmoved := r.upToDate.placement(p.key, p.app.Generation, p.seen)
 	if !unmoved {
 		var err error
 		if placed, err = Place(ctx, r.Client, r.clusters, p.app, cmp.Or(r.ClusterSetBindings, ClusterSetBindingsEnforce)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -177,7 +178,7 @@ func (r *AppConfigReconciler) loadAppRevision(ctx context.Context, app *v1alpha2
 		Spec: data.Spec,
 	}
 	out := &revisionBase{Name: name, Work: base}
-	for _, component := range sortedKeys(data.RevisionEnabled) {
+	for _, component := range slices.Sorted(maps.Keys(data.RevisionEnabled)) {
 		out.Rendered = append(out.Rendered, RenderedComponent{ComponentName: component, RevisionName: data.RevisionEnabled[component], RevisionEnabled: true})
 	}
 	return out, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -82,19 +83,19 @@ const writeConcurrency = 16
 // once, not once per cluster of a fleet, or during a rollout one of a few.
 //
 // The pass over the works is skipped when the last one found this same spec delivered to these same
-// clusters and nothing changed since seen (deliveryChecks): an agent's status report needs no pass.
+// clusters and nothing changed since seen (upToDateDeliveries): an agent's status report needs no pass.
 func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.ApplicationConfiguration, plan deliveryPlan,
 	placed Placed, seen uint64) (delivery, map[types.NamespacedName]bool, error) {
 	key, hash, clusters := client.ObjectKeyFromObject(app), "", placed.Clusters
 	if plan.uniform != nil {
 		hash = plan.uniform.hash()
-		if r.checked.complete(key, app.Generation, seen, hash, placed) {
+		if r.upToDate.complete(key, app.Generation, seen, hash, placed) {
 			return delivery{}, nil, nil
 		}
 	}
-	r.checked.forget(key)
+	r.upToDate.forget(key)
 	now := time.Now()
-	r.written.forgetOld(key, now)
+	r.recentWrites.forgetOld(key, now)
 	works, err := r.works(app)
 	if err != nil {
 		return delivery{}, nil, err
@@ -113,7 +114,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		if base == nil || (have != nil && upToDate(have, base.Work)) {
 			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
-		if r.written.unseen(key, types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.Work.Annotations[AnnotationSpecHash], now) {
+		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.Work.Annotations[AnnotationSpecHash], now) {
 			round.out.pending = true // written moments ago; the cache shows the work from before
 			continue
 		}
@@ -131,7 +132,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	}
 	out := round.finish()
 	if hash != "" && len(round.changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
-		r.checked.record(key, checkedDelivery{changes: seen, generation: app.Generation, specHash: hash, placed: placed})
+		r.upToDate.record(key, upToDateDelivery{changes: seen, generation: app.Generation, specHash: hash, placed: placed})
 	}
 	return out, round.gone, nil
 }
@@ -169,7 +170,7 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, base *revisio
 	}
 	if reason != "" {
 		// From the answer, not the pass's start: under load a write waits its turn for seconds.
-		r.written.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
+		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -191,7 +192,7 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, base *revisio
 func (d *deliveryRound) remove(ctx context.Context, cluster string, mw *workv1.ManifestWork, why string) {
 	err := d.r.deleteWork(ctx, mw)
 	if err == nil {
-		d.r.written.forget(d.key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
+		d.r.recentWrites.forget(d.key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -209,7 +210,7 @@ func (d *deliveryRound) finish() delivery {
 	_ = d.writers.Wait() // the writers report through out, changed and gone, never an error
 	slices.Sort(d.out.failed)
 	slices.Sort(d.out.notOwned)
-	for _, reason := range sortedKeys(d.changed) {
+	for _, reason := range slices.Sorted(maps.Keys(d.changed)) {
 		action := workEventActions[reason]
 		names := d.changed[reason]
 		slices.Sort(names)
@@ -336,7 +337,7 @@ func workPatch(have, want *workv1.ManifestWork, now time.Time) ([]byte, error) {
 			ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/" + field, Value: values})
 			return
 		}
-		for _, k := range sortedKeys(values) {
+		for _, k := range slices.Sorted(maps.Keys(values)) {
 			if current[k] != values[k] {
 				ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/" + field + "/" + escapeJSONPointer(k), Value: values[k]})
 			}

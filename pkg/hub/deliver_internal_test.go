@@ -134,7 +134,7 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	app := types.NamespacedName{Namespace: "default", Name: "shop"}
 	work := types.NamespacedName{Namespace: "cluster1", Name: "default.shop"}
 	cached := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "10", Annotations: map[string]string{AnnotationSpecHash: "h1"}}}
-	var o ownWrites
+	var o recentWorkWrites
 	if o.unseen(app, work, cached, "h2", t0) {
 		t.Fatal("a work never written is unseen")
 	}

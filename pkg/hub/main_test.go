@@ -80,7 +80,7 @@ func testLog(name string) logr.Logger {
 }
 
 // The trait kinds the tests use, served on the hub and on both spokes: ScalerTrait points at its
-// workload; RolloutTrait does too and is revision-enabled (seed 003).
+// workload; RolloutTrait does too and is revision-enabled (a rollout trait).
 const traitGroup = "example.ferry.io"
 
 var (

@@ -25,7 +25,7 @@ const (
 	LabelAppConfigName      = v1alpha2.LabelAppConfigName
 )
 
-// ApplyOnceOnly is the hub's --apply-once-only mode (seed 000).
+// ApplyOnceOnly is the hub's --apply-once-only mode: the strategy rendered objects are applied with.
 type ApplyOnceOnly string
 
 const (
@@ -160,7 +160,7 @@ func clusterScopedIn(mapper meta.RESTMapper) func(schema.GroupVersionKind) bool 
 }
 
 // KeepEarlierRevisions carries into want the workloads of earlier revisions that have stayed in have, the
-// ManifestWork delivered so far, for every component whose traits are revisionEnabled (seed 003): moving
+// ManifestWork delivered so far, for every component whose traits are revisionEnabled (a rollout trait): moving
 // to <comp>-v2 adds its workload beside <comp>-v1's instead of replacing it. A revision-enabled trait
 // (a rollout) moves traffic between them; the hub retires the oldest once more than kept earlier ones
 // are left, so that a work does not grow with every revision.

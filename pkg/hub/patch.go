@@ -12,7 +12,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
-// Patch traits (seed 002) change the workload itself. Their patches are merged into the component's
+// Patch traits change the workload itself. Their patches are merged into the component's
 // spec before the workload is emitted, so the workload is created or changed once, with all of them.
 const (
 	// PatchPhaseReady is the status.phase of a patch trait whose patch is published.

@@ -22,7 +22,7 @@ import (
 )
 
 // publishedPatches reads, without writing, the patches of a component's patch-trait objects on the
-// hub (seed 002): one not there as wanted — not created yet, or its spec or labels not yet what the
+// hub: one not there as wanted — not created yet, or its spec or labels not yet what the
 // AppConfig says — or not Ready makes the component wait; publishPatchTraits then writes it.
 func (r *AppConfigReconciler) publishedPatches(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]Patch, error) {
 	return func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
@@ -238,7 +238,7 @@ func (r *AppConfigReconciler) deletePatchTraits(ctx context.Context, app *v1alph
 }
 
 // patchedRevision finds, without writing, the component's revision holding spec, a spec with patches
-// merged, or names the component's next revision for it (seed 002: a change of any patch is a new
+// merged, or names the component's next revision for it (a change of any patch is a new
 // revision), which recordPatchedRevisions then writes.
 func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, *v1alpha2.ComponentSpec) (string, bool, error) {
 	namespace := app.Namespace

@@ -14,8 +14,8 @@ import (
 
 // The parts of an AppConfig's reconcile that go over its whole fleet, at 10,000 clusters. Every status
 // report of the fleet's agents brings the AppConfig back (once per --report-batch): it is judged as it
-// arrives and the summary is counted from the verdicts (clusterVerdicts); TargetClusters and the check
-// of every work run only when something but status changed (deliveryChecks).
+// arrives and the summary is counted from the verdicts (workSummaries); TargetClusters and the check
+// of every work run only when something but status changed (upToDateDeliveries).
 
 // fleetOf is n clusters labelled fleet=yes, each with the reported, healthy ManifestWork of AppConfig
 // default/web.
@@ -34,7 +34,7 @@ func fleetOf(n int) ([]*workv1.ManifestWork, []*clusterv1.ManagedCluster) {
 func BenchmarkReportAndSummaryOf10000Clusters(b *testing.B) {
 	works, _ := fleetOf(10000)
 	current := map[string]bool{"Deployment/web": true}
-	verdicts := newClusterVerdicts(nil)
+	verdicts := newWorkSummaries(nil)
 	for _, mw := range works {
 		verdicts.observe(nil, mw)
 	}
@@ -54,7 +54,7 @@ func BenchmarkReportAndSummaryOf10000Clusters(b *testing.B) {
 // Judging all 10,000 works of an AppConfig, as its first summary and every change of what it renders do.
 func BenchmarkJudgeAll10000Clusters(b *testing.B) {
 	works, _ := fleetOf(10000)
-	verdicts := newClusterVerdicts(nil)
+	verdicts := newWorkSummaries(nil)
 	for _, mw := range works {
 		verdicts.observe(nil, mw)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// Labels and the annotation every rendered object carries (seeds 000 and 003).
+// Labels and the annotation every rendered object carries: which application, component and revision
+// it is of, and the AppConfig generation an apply-once strategy applies it at.
 const (
 	LabelAppName      = "app.oam.dev/name"
 	LabelComponent    = "app.oam.dev/component"
@@ -75,7 +76,7 @@ type RenderedComponent struct {
 	// follow the hub's default.
 	WorkloadStrategy v1alpha2.UpdateStrategy
 	TraitStrategies  []v1alpha2.UpdateStrategy
-	// PatchTraits (definition.patch) change the workload itself instead of being delivered (seed 002):
+	// PatchTraits (definition.patch) change the workload itself instead of being delivered:
 	// these are their objects on the hub, named and labelled.
 	PatchTraits []*unstructured.Unstructured
 	// RevisionEnabled is set when a trait's definition is revisionEnabled: every revision gets a

@@ -29,10 +29,10 @@ type batchedReports struct {
 	appConfigsOf handler.MapFunc
 	reportBatch  time.Duration
 	// changed, when set, is called for every event but a status report, before its AppConfigs are
-	// enqueued (see deliveryChecks).
+	// enqueued (see upToDateDeliveries).
 	changed func()
 	// observe, when set, is given every work created (old nil), updated or deleted (updated nil)
-	// before its AppConfigs are enqueued (see clusterVerdicts).
+	// before its AppConfigs are enqueued (see workSummaries).
 	observe func(old, updated client.Object)
 }
 

@@ -20,10 +20,10 @@ import (
 )
 
 const (
-	// ComponentLabel names, on a ControllerRevision, the Component it is a revision of (seed 003).
+	// ComponentLabel names, on a ControllerRevision, the Component it is a revision of.
 	ComponentLabel = "controller.oam.dev/component"
 	// PatchedLabel marks a revision holding the component's spec with an AppConfig's patches merged
-	// (seed 002), rather than the component's own spec.
+	// (patch traits), rather than the component's own spec.
 	PatchedLabel = "ferry.io/patched-from"
 	// specHashLabel identifies the spec a revision holds, so that an unchanged spec makes no revision.
 	specHashLabel = "ferry.io/component-spec-hash"

@@ -192,7 +192,7 @@ func TestComponentRevisionsReachTheSpokes(t *testing.T) {
 		return isReady(app) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == "web-v1"
 	})
 
-	// The rollout retires canary-v1 on cluster1 (seed 003: the trait collects earlier workloads): the
+	// The rollout retires canary-v1 on cluster1 (the rollout trait collects earlier workloads): the
 	// agent leaves it deleted, and the application stays available there.
 	f.deleteOnSpoke("cluster1", &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "canary-v1", "namespace": f.ns}}})

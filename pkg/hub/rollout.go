@@ -25,7 +25,7 @@ import (
 const AnnotationRevisionSince = "ferry.io/revision-since"
 
 // rolloutFacts are what a rollout reads of one cluster's work: taken with the work's verdict
-// (clusterVerdicts), as the work changes, not on every reconcile.
+// (workSummaries), as the work changes, not on every reconcile.
 type rolloutFacts struct {
 	revision  string // the spec hash it carries
 	updatedAt time.Time
@@ -120,7 +120,7 @@ type rolloutOutcome struct {
 // report), the ManagedClusters, the AppConfig's status and annotations. It writes nothing.
 func (r *AppConfigReconciler) planRollout(ctx context.Context, app *v1alpha2.ApplicationConfiguration, target *revisionBase,
 	clusters []string, now time.Time) (deliveryPlan, rolloutOutcome, error) {
-	facts := r.verdicts.rolloutFacts(client.ObjectKeyFromObject(app))
+	facts := r.summaries.rolloutFacts(client.ObjectKeyFromObject(app))
 	in := rollout.Input{Spec: *app.Spec.Rollout, Revision: target.hash(), Now: now}
 	var err error
 	if in.Clusters, err = r.rolloutClusters(ctx, app, clusters, facts); err != nil {

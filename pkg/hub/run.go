@@ -35,7 +35,7 @@ const (
 
 // Options configures the hub controllers.
 type Options struct {
-	// ApplyOnceOnly is seed 000's mode: off, on or force.
+	// ApplyOnceOnly is --apply-once-only: off, on or force.
 	ApplyOnceOnly ApplyOnceOnly
 	// RevisionsKept is how many old revisions of a Component are kept (besides the latest and the
 	// pinned ones).

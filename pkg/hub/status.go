@@ -10,9 +10,9 @@ import (
 	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
-// notFineEntry is a cluster as the AppConfig's status lists it: its current manifests that are not
+// listedCluster is a cluster as the AppConfig's status lists it: its current manifests that are not
 // fine, the first v1alpha2.MaxManifestsListed by ordinal, messages cut to v1alpha2.MaxMessageLength.
-func notFineEntry(cs v1alpha2.ClusterStatus, current map[string]bool) v1alpha2.ClusterStatus {
+func listedCluster(cs v1alpha2.ClusterStatus, current map[string]bool) v1alpha2.ClusterStatus {
 	all := cs.Manifests
 	cs.Manifests = nil
 	for _, m := range all {
@@ -54,7 +54,7 @@ func cutMessage(msg string, limit int, mark string) string {
 // Applied and Available aggregate the manifests of the objects rendered now (current): an earlier
 // revision's workload kept for a rollout may be scaled away and deleted without the application
 // being any less available. Without detail it gives the cluster's verdicts alone, no manifests (and
-// allocates nothing for a cluster of a few objects: clusterVerdicts judges every work of a fleet by it);
+// allocates nothing for a cluster of a few objects: workSummaries judges every work of a fleet by it);
 // with detail, the manifests, each with what only a listed cluster shows: its apiVersion, message and
 // feedback.
 func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool) v1alpha2.ClusterStatus {
@@ -95,7 +95,7 @@ func clusterStatus(mw *workv1.ManifestWork, current map[string]bool, detail bool
 	}
 	cs.Health = workreport.AggregateHealth(healths)
 	if len(current) > 0 && cs.Applied != metav1.ConditionUnknown {
-		// The work reports on this generation: judge by the current objects alone.
+		// The work reports on this generation: summarizeWork by the current objects alone.
 		cs.Applied, cs.Available = aggregate(applied, len(current)), aggregate(available, len(current))
 	}
 	return cs

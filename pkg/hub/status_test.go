@@ -77,7 +77,7 @@ func TestStatusOfAFleetIsBoundedAndCountsEveryCluster(t *testing.T) {
 				name := fmt.Sprintf("c-%05d", i)
 				works = append(works, reportedWork(name, tc.health(i), 4096))
 			}
-			verdicts := newClusterVerdicts(nil)
+			verdicts := newWorkSummaries(nil)
 			for _, mw := range works {
 				verdicts.observe(nil, mw)
 			}
@@ -128,7 +128,7 @@ func TestNotFineEntryListsSomeManifests(t *testing.T) {
 		current["Deployment/"+m.ResourceMeta.Name] = i != 0 // web-0 is an earlier revision's
 		mw.Status.ResourceStatus.Manifests = append(mw.Status.ResourceStatus.Manifests, m)
 	}
-	cs := notFineEntry(clusterStatus(mw, current, true), current)
+	cs := listedCluster(clusterStatus(mw, current, true), current)
 	if len(cs.Manifests) != v1alpha2.MaxManifestsListed || cs.OmittedManifests != 7-v1alpha2.MaxManifestsListed || cs.Manifests[0].Name != "web-1" {
 		t.Errorf("listed %d manifests from %s, %d omitted; want %d from web-1, %d omitted", len(cs.Manifests), cs.Manifests[0].Name, cs.OmittedManifests,
 			v1alpha2.MaxManifestsListed, 7-v1alpha2.MaxManifestsListed)

@@ -40,3 +40,12 @@ func IdentifyManifest(manifest workv1.Manifest) (workv1.ManifestResourceMeta, er
 	return workv1.ManifestResourceMeta{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural.Resource,
 		Name: obj.Metadata.Name, Namespace: obj.Metadata.Namespace}, nil
 }
+
+// SameObject reports whether an agent's report of a manifest (its status's resourceMeta) is of the
+// object id names: same group, kind, name and namespace — where a report without a namespace, of a
+// resource the agent mapped, is of a cluster-scoped object whose manifest may name one (a hub that does
+// not serve the kind could not know it was cluster-scoped; the agent's spoke does).
+func SameObject(report, id workv1.ManifestResourceMeta) bool {
+	return report.Group == id.Group && report.Kind == id.Kind && report.Name == id.Name &&
+		(report.Namespace == id.Namespace || report.Namespace == "" && report.Resource != "")
+}

@@ -172,3 +172,25 @@ func TestExplains(t *testing.T) {
 		}
 	}
 }
+
+// A report is of the manifest's object when group, kind, name and namespace agree — or when the agent,
+// whose spoke serves the kind cluster-scoped, reported it without the namespace its manifest named.
+func TestSameObject(t *testing.T) {
+	id := workv1.ManifestResourceMeta{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Namespace: "team-a", Name: "grab"}
+	for _, tc := range []struct {
+		name   string
+		report workv1.ManifestResourceMeta
+		want   bool
+	}{
+		{"the same", id, true},
+		{"cluster-scoped, reported without the namespace", workv1.ManifestResourceMeta{Group: id.Group, Kind: id.Kind, Name: id.Name, Resource: "clusterrolebindings"}, true},
+		{"no namespace and no resource: not mapped, not known to be cluster-scoped", workv1.ManifestResourceMeta{Group: id.Group, Kind: id.Kind, Name: id.Name}, false},
+		{"another namespace", workv1.ManifestResourceMeta{Group: id.Group, Kind: id.Kind, Name: id.Name, Namespace: "team-b", Resource: "clusterrolebindings"}, false},
+		{"another name", workv1.ManifestResourceMeta{Group: id.Group, Kind: id.Kind, Name: "other", Namespace: "team-a"}, false},
+		{"another kind", workv1.ManifestResourceMeta{Group: id.Group, Kind: "RoleBinding", Name: id.Name, Namespace: "team-a"}, false},
+	} {
+		if got := SameObject(tc.report, id); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -21,9 +21,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/fleetsim"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // BenchmarkShippedAgentMemory measures what ferry-agent, run as deploy/agent/spoke runs it (its
@@ -51,15 +51,15 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 		// agent-heap-1000.pprof: read with go tool pprof, -base an earlier one to see what the works in
 		// between hold; the .txt beside each ends with the runtime's MemStats).
 		profileDir := os.Getenv("FERRY_BENCH_PROFILE_DIR")
-		var overrides []shipped.Override
+		var overrides []deployrunner.Override
 		var pprofAddr string
 		if profileDir != "" {
-			addrs, err := shipped.FreeLoopbackAddresses(1)
+			addrs, err := deployrunner.FreeLoopbackAddresses(1)
 			if err != nil {
 				b.Fatal(err)
 			}
 			pprofAddr = addrs[0]
-			overrides = append(overrides, shipped.Add("pprof-bind-address", pprofAddr))
+			overrides = append(overrides, deployrunner.Add("pprof-bind-address", pprofAddr))
 		}
 		agent := startShippedAgent(b, env, spoke, filepath.Join(bin, "ferry-agent"), filepath.Join(logDir(b), "ferry-agent.log"), overrides...)
 		kube := kubernetes.NewForConfigOrDie(fastClient(spoke.Config))

@@ -19,8 +19,8 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // killRound is one round of a kill test: a change written to the hub, and the process killed with
@@ -72,9 +72,9 @@ func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 	agent := startShippedAgent(t, env, spoke, filepath.Join(bin, "ferry-agent"), filepath.Join(logDir(t), "ferry-agent.log"),
 		// Leader election stays on, as shipped, but a killed agent leaves its Lease held: the shipped
 		// 15s lease would make every restart wait that long before it applies anything.
-		shipped.Add("leader-election-lease-duration", "4s"),
-		shipped.Add("leader-election-renew-deadline", "3s"),
-		shipped.Add("leader-election-retry-period", "1s"))
+		deployrunner.Add("leader-election-lease-duration", "4s"),
+		deployrunner.Add("leader-election-renew-deadline", "3s"),
+		deployrunner.Add("leader-election-retry-period", "1s"))
 
 	rounds := []killRound{{what: fmt.Sprintf("create %d works", works), killWithin: 4 * time.Second,
 		change: func() func(context.Context) error { return world.createAll }}}
@@ -121,7 +121,7 @@ func TestHubSurvivesKill9AtRandomPoints(t *testing.T) {
 	hub := startShippedHub(t, env.Hub, filepath.Join(bin, "ferry-hub"), filepath.Join(logDir(t), "ferry-hub.log"),
 		// deploy/hub elects a leader, and ferry-hub has no flag for the lease's 15s: every restart after
 		// a SIGKILL would wait out the lease its killed run still holds. One replica needs no election.
-		shipped.Set("leader-elect", "false"))
+		deployrunner.Set("leader-elect", "false"))
 	createKillComponent(t, dyn)
 
 	world := &hubWorld{apps: dyn.Resource(appConfigGVR), works: workclient.NewForConfigOrDie(hubCfg).WorkV1(), value: "v0"}

@@ -29,8 +29,8 @@ import (
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // OCMPeersDirEnv names the environment variable that points at the directory holding OCM's own agents
@@ -126,7 +126,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 
 	// OCM's work agent as the klusterlet runs it; as a process here, it reaches the spoke through
 	// --kubeconfig and elects its leader in the klusterlet's namespace, which a pod would know.
-	addrs, err := shipped.FreeLoopbackAddresses(2)
+	addrs, err := deployrunner.FreeLoopbackAddresses(2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 	if err := os.Symlink(filepath.Join(ferryBin, "ferry-agent"), workLink); err != nil {
 		t.Fatal(err)
 	}
-	metrics, err := shipped.FreeLoopbackAddresses(1)
+	metrics, err := deployrunner.FreeLoopbackAddresses(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 // outageDuration is how long each API server stays down: long enough for every client of the agent
@@ -154,7 +154,7 @@ func startOutageEnv(t *testing.T) *outageEnv {
 		// deploy/hub elects a leader, and ferry-hub, as every controller-runtime manager, exits when it
 		// cannot renew its Lease for 10s: a 30s outage of its own API server ends it, and in a pod the
 		// kubelet starts it again. This test is about living through the outage in one process.
-		shipped.Set("leader-elect", "false"))
+		deployrunner.Set("leader-elect", "false"))
 	for _, spoke := range env.Spokes {
 		startShippedAgent(t, env, spoke, filepath.Join(bin, "ferry-agent"), s.logPath("agent-"+spoke.Name))
 		kube, err := kubernetes.NewForConfig(spoke.Config)

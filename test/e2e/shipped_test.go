@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ferry-mc/ferry/internal/testing/childproc"
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 	"github.com/ferry-mc/ferry/manifests"
 	"github.com/ferry-mc/ferry/pkg/registration"
 )
@@ -20,7 +20,7 @@ import (
 // ferry-local does (hack/local): deploy/hub and deploy/agent/spoke rendered with kubectl kustomize and
 // applied to their clusters but for the Deployment, whose container the local binary stands in for —
 // its args and env, as its ServiceAccount with the RBAC deploy/ grants. An argument deploy/ breaks
-// fails these tests; what a test changes is an explicit shipped.Override that says why.
+// fails these tests; what a test changes is an explicit deployrunner.Override that says why.
 
 // buildBinaries builds the named commands of cmd/ (ferry-hub from cmd/hub, ...) into a directory of
 // the test and returns the directory.
@@ -103,9 +103,9 @@ func (p *ferryProcess) waitReady(health string) {
 }
 
 // render renders the kustomization deploy/<dir> of this checkout.
-func render(t testing.TB, dir string) *shipped.Install {
+func render(t testing.TB, dir string) *deployrunner.Install {
 	t.Helper()
-	in, err := shipped.Render(t.Context(), filepath.Join(repoRoot(t), "deploy", dir))
+	in, err := deployrunner.Render(t.Context(), filepath.Join(repoRoot(t), "deploy", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +115,9 @@ func render(t testing.TB, dir string) *shipped.Install {
 // startShippedHub installs deploy/hub on the hub but for its Deployment, binds OCM's global
 // ManagedClusterSet to namespace default, and runs binary as that Deployment's container, with
 // overrides on top of what every local run overrides; it returns once ferry-hub is ready.
-func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
+func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath string, overrides ...deployrunner.Override) *ferryProcess {
 	t.Helper()
-	h, err := shipped.InstallHub(t.Context(), filepath.Join(repoRoot(t), "deploy"), hub.Name, hub.Config, filepath.Join(t.TempDir(), "ferry-hub.kubeconfig"))
+	h, err := deployrunner.InstallHub(t.Context(), filepath.Join(repoRoot(t), "deploy"), hub.Name, hub.Config, filepath.Join(t.TempDir(), "ferry-hub.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func startShippedHub(t *testing.T, hub *localcluster.Cluster, binary, logPath st
 // Deployment's container with the token as its mounted hub-kubeconfig-secret, overrides on top of
 // what every local run overrides. It returns once the agent is ready. The hub must run
 // kube-controller-manager: its token controller fills the token Secret.
-func startShippedAgent(t testing.TB, env *localcluster.Environment, spoke *localcluster.Cluster, binary, logPath string, overrides ...shipped.Override) *ferryProcess {
+func startShippedAgent(t testing.TB, env *localcluster.Environment, spoke *localcluster.Cluster, binary, logPath string, overrides ...deployrunner.Override) *ferryProcess {
 	t.Helper()
 	cred, err := registration.Add(t.Context(), env.Hub.Config, registration.AddOptions{Name: spoke.Name})
 	if err != nil {
@@ -161,23 +161,23 @@ func startShippedAgent(t testing.TB, env *localcluster.Environment, spoke *local
 		t.Fatal(err)
 	}
 	spokeKubeconfig := filepath.Join(dir, "spoke.kubeconfig")
-	user, err := shipped.ServiceAccountKubeconfig(t.Context(), spoke.Name, spoke.Config, in.Deployment, spokeKubeconfig)
+	user, err := deployrunner.ServiceAccountKubeconfig(t.Context(), spoke.Name, spoke.Config, in.Deployment, spokeKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binds, health, _, err := shipped.LoopbackServers()
+	binds, health, _, err := deployrunner.LoopbackServers()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := in.Deployment
-	cmd, err := in.Command(shipped.Process{
+	cmd, err := in.Command(deployrunner.Process{
 		Binary: binary,
-		Fields: shipped.PodFields(d.Namespace, d.Name+"-"+spoke.Name),
+		Fields: deployrunner.PodFields(d.Namespace, d.Name+"-"+spoke.Name),
 		Overrides: append(append(binds,
 			// The Secret's mount path in the pod.
-			shipped.Set("hub-kubeconfig-dir", hubKubeconfigDir),
+			deployrunner.Set("hub-kubeconfig-dir", hubKubeconfigDir),
 			// In a pod, the agent finds its ServiceAccount's in-cluster configuration instead.
-			shipped.Add("spoke-kubeconfig", spokeKubeconfig),
+			deployrunner.Add("spoke-kubeconfig", spokeKubeconfig),
 		), overrides...),
 	})
 	if err != nil {

@@ -267,7 +267,7 @@ type WorkloadStatus struct {
 	// Traits are the traits rendered for the workload.
 	// +optional
 	Traits []WorkloadTrait `json:"traits,omitempty"`
-	// PatchTraits are the patch-trait objects (seed 002) the hub created for the workload, in the
+	// PatchTraits are the patch-trait objects the hub created for the workload, in the
 	// AppConfig's namespace on the hub; their patches are merged into the workload. Inline WorkloadPatch
 	// traits have no object and are not listed.
 	// +optional

@@ -17,7 +17,7 @@ type TraitDefinitionSpec struct {
 	// Reference is the CRD of the trait kind.
 	Reference DefinitionReference `json:"definitionRef"`
 
-	// RevisionEnabled traits manage workload revisions themselves (seed 003): a component with such a
+	// RevisionEnabled traits manage workload revisions themselves (a rollout trait): a component with such a
 	// trait renders its workload named after the component revision, <component>-v<N>, so that old and
 	// new revisions run side by side, instead of updating one workload named after the component.
 	// +optional
@@ -33,7 +33,7 @@ type TraitDefinitionSpec struct {
 	// +optional
 	AppliesToWorkloads []string `json:"appliesToWorkloads,omitempty"`
 
-	// Patch marks a patch trait (seed 002): instead of being delivered as an object of its own, the patch
+	// Patch marks a patch trait: instead of being delivered as an object of its own, the patch
 	// it publishes is merged into the workload before the workload is emitted, and a change of it creates
 	// a new component revision.
 	// +optional

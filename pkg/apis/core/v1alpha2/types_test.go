@@ -79,7 +79,7 @@ func newObject(t testing.TB, kind string) runtime.Object {
 // Every example written for the OAM runtime decodes strictly (no unknown or misspelt field), and
 // encoding the result gives back exactly what was written, apart from the empty status and creation
 // timestamp every encoded object carries.
-func TestSeedExamplesRoundTrip(t *testing.T) {
+func TestOAMExamplesRoundTrip(t *testing.T) {
 	kinds := map[string]int{}
 	for _, d := range readDocs(t) {
 		kinds[d.kind]++
@@ -136,7 +136,7 @@ func decodeNamed[T any](t *testing.T, kind, name string) *T {
 }
 
 // The fields the hub renders from land where it will look for them.
-func TestSeedFieldsDecode(t *testing.T) {
+func TestOAMExampleFieldsDecode(t *testing.T) {
 	t.Run("AppConfig by componentName with parameter values and traits", func(t *testing.T) {
 		ac := decodeNamed[v1alpha2.ApplicationConfiguration](t, "ApplicationConfiguration", "web-appconfig")
 		if got := ac.Spec.Placement; got == nil || strings.Join(got.Clusters, ",") != "cluster1,cluster2" {

@@ -14,7 +14,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apply"
 )
 
-// settledObjects remembers, for each manifest of each work, the last apply that found nothing to write,
+// unchangedApplyCache remembers, for each manifest of each work, the last apply that found nothing to write,
 // with the resourceVersion of the object it read. While the object's watch shows that same version and
 // the work asks for the same thing, applying it again would read the same object and find nothing to
 // write again: the result is taken from here instead, and the periodic pass of an idle work costs no
@@ -27,7 +27,7 @@ import (
 // read was 0.78 GETs per applied object in BenchmarkAgent200WorksOf5ConfigMaps.) Applying again after
 // a write would write again only where the API server keeps changing what it is sent (a mutating
 // webhook, a normalized value); such a write is not repeated until the object changes.
-type settledObjects struct {
+type unchangedApplyCache struct {
 	mu sync.Mutex
 	// work name → by manifest ordinal: a list rather than a map, as a work's ordinals run from 0 and a
 	// map kept room for 8 records (400 bytes each) where a work had 5
@@ -86,13 +86,13 @@ func (id objectIdentity) object() *unstructured.Unstructured {
 	return obj
 }
 
-func newSettledObjects() *settledObjects {
-	return &settledObjects{byWork: map[string][]settledApply{}}
+func newUnchangedApplyCache() *unchangedApplyCache {
+	return &unchangedApplyCache{byWork: map[string][]settledApply{}}
 }
 
 // lookup returns the kept result of the manifest at ordinal of work if it was kept under key and
 // current, the object as its watch shows it now (nil: it does not exist), is the version it was read at.
-func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, current *watchedObject) (settledApply, bool) {
+func (s *unchangedApplyCache) lookup(work string, ordinal int32, key settledKey, current *watchedObject) (settledApply, bool) {
 	s.mu.Lock()
 	var kept settledApply
 	if records := s.byWork[work]; int(ordinal) < len(records) {
@@ -113,7 +113,7 @@ func (s *settledObjects) lookup(work string, ordinal int32, key settledKey, curr
 
 // record keeps r as the manifest's settled apply when it failed nothing, and drops what was kept
 // otherwise. An apply that wrote is kept as Unchanged: what applying it again finds.
-func (s *settledObjects) record(work string, key settledKey, r *manifestResult) {
+func (s *unchangedApplyCache) record(work string, key settledKey, r *manifestResult) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	records := s.byWork[work]
@@ -173,13 +173,13 @@ func settles(r *manifestResult) bool {
 
 // fit makes room for the n manifests of work (before they are applied, so that the list is made once,
 // to its length) and drops what is kept of manifests at or beyond n: they left the work.
-func (s *settledObjects) fit(work string, n int) {
+func (s *unchangedApplyCache) fit(work string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fitLocked(work, n)
 }
 
-func (s *settledObjects) fitLocked(work string, n int) []settledApply {
+func (s *unchangedApplyCache) fitLocked(work string, n int) []settledApply {
 	records := s.byWork[work]
 	switch {
 	case n == 0:
@@ -194,7 +194,7 @@ func (s *settledObjects) fitLocked(work string, n int) []settledApply {
 }
 
 // forget drops everything kept of work.
-func (s *settledObjects) forget(work string) {
+func (s *unchangedApplyCache) forget(work string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byWork, work)

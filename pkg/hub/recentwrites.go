@@ -23,19 +23,19 @@ type ownWrite struct {
 	created bool
 }
 
-// ownWrites remembers the ManifestWorks this hub wrote in the last ownWriteFresh, by AppConfig. A
+// recentWorkWrites remembers the ManifestWorks this hub wrote in the last ownWriteFresh, by AppConfig. A
 // rollout looks at every work of its AppConfig on each batch of reports; a work it moved a moment ago
 // that the cache still shows from before would be written again — on a fleet reporting while a change
 // rolls over it, twice as many writes as there are changes, each as costly to the API server as the
 // first. Only writes fill it and only delivery passes read it: the hot path, the ManifestWork events,
 // never touches it, and each AppConfig's entries are dropped by its next pass once they are old.
-type ownWrites struct {
+type recentWorkWrites struct {
 	mu    sync.Mutex
 	byApp map[types.NamespacedName]map[types.NamespacedName]ownWrite
 }
 
 // record remembers that work was written with hash, created when the cache showed none (have nil).
-func (o *ownWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) {
+func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) {
 	w := ownWrite{hash: hash, at: now, created: have == nil}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -55,7 +55,7 @@ func (o *ownWrites) record(app, work types.NamespacedName, have *workv1.Manifest
 //
 // The hash, not the resourceVersion, says which write the cache shows: the agents write the works'
 // status all the while, and a cache catching up with one of those writes is still behind the hub's.
-func (o *ownWrites) unseen(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) bool {
+func (o *recentWorkWrites) unseen(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	w, ok := o.byApp[app][work]
@@ -66,14 +66,14 @@ func (o *ownWrites) unseen(app, work types.NamespacedName, have *workv1.Manifest
 }
 
 // forget drops what is remembered of work: this hub deleted it.
-func (o *ownWrites) forget(app, work types.NamespacedName) {
+func (o *recentWorkWrites) forget(app, work types.NamespacedName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.byApp[app], work)
 }
 
 // forgetOld drops app's writes older than ownWriteFresh, and app with them when none is left.
-func (o *ownWrites) forgetOld(app types.NamespacedName, now time.Time) {
+func (o *recentWorkWrites) forgetOld(app types.NamespacedName, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for work, w := range o.byApp[app] {

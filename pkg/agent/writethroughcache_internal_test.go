@@ -14,7 +14,7 @@ func TestFresherKeepsAWrittenCopyUntilTheCacheCatchesUp(t *testing.T) {
 		return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "cluster1", ResourceVersion: rv,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ferry-agent", Operation: metav1.ManagedFieldsOperationUpdate}}}}
 	}
-	f := newFresher[*workv1.ManifestWork]()
+	f := newWriteThroughCache[*workv1.ManifestWork]()
 	f.wrote("1", at("2"))
 	if got := f.pick(at("1")); got.ResourceVersion != "2" || got.ManagedFields != nil {
 		t.Fatalf("a stale cached copy gave version %s with managedFields %v, want the written version 2 without", got.ResourceVersion, got.ManagedFields)

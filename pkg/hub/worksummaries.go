@@ -16,7 +16,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// clusterVerdicts keeps, for every AppConfig the hub delivers, the verdict on each of its ManifestWorks
+// workSummaries keeps, for every AppConfig the hub delivers, the verdict on each of its ManifestWorks
 // (applied, available, healthy, as clusterStatus judges it) and their counts, taken as each work changes
 // in the cache. An AppConfig's summary then costs what its agents changed, not its fleet: at 10,000
 // clusters, judging every work again on each batch of reports (the conditions of 10,000 works spread over
@@ -27,28 +27,28 @@ import (
 // work alone and on the objects the AppConfig renders now (v1alpha2.CurrentObjects), which only the
 // reconcile knows: when they change (a new revision rolling out), summarize judges every work again,
 // once.
-type clusterVerdicts struct {
+type workSummaries struct {
 	// owns says which AppConfigs this hub keeps verdicts for: those of its shard.
 	owns func(types.NamespacedName) bool
 
 	mu   sync.Mutex
-	apps map[types.NamespacedName]*appVerdicts
+	apps map[types.NamespacedName]*appWorkSummaries
 }
 
-// appVerdicts are the verdicts on one AppConfig's works.
-type appVerdicts struct {
+// appWorkSummaries are the verdicts on one AppConfig's works.
+type appWorkSummaries struct {
 	// current are the objects rendered when the verdicts were taken; judged says they are known.
 	current map[string]bool
 	judged  bool
 	// works holds every ManifestWork labelled for the AppConfig (what the cache's index of works
 	// holds), by its namespace and name.
-	works                       map[types.NamespacedName]workVerdict
+	works                       map[types.NamespacedName]workSummary
 	applied, available, healthy int
 	notFine                     map[types.NamespacedName]bool
 }
 
-// workVerdict is a work as the cache holds it (read only) and the verdict on it.
-type workVerdict struct {
+// workSummary is a work as the cache holds it (read only) and the verdict on it.
+type workSummary struct {
 	work               *workv1.ManifestWork
 	applied, available bool
 	healthy, fine      bool
@@ -56,14 +56,14 @@ type workVerdict struct {
 	rollout rolloutFacts
 }
 
-func newClusterVerdicts(owns func(types.NamespacedName) bool) *clusterVerdicts {
-	return &clusterVerdicts{owns: owns, apps: map[types.NamespacedName]*appVerdicts{}}
+func newWorkSummaries(owns func(types.NamespacedName) bool) *workSummaries {
+	return &workSummaries{owns: owns, apps: map[types.NamespacedName]*appWorkSummaries{}}
 }
 
 // observe takes a ManifestWork event into the verdicts: a created or updated work (updated, with old)
 // is judged again, a deleted one (updated nil) leaves its AppConfig's, and a relabelled one moves from
 // one AppConfig's to the other's. Works are the cache's own objects and are kept, never changed.
-func (v *clusterVerdicts) observe(old, updated client.Object) {
+func (v *workSummaries) observe(old, updated client.Object) {
 	oldWork, _ := old.(*workv1.ManifestWork)
 	newWork, _ := updated.(*workv1.ManifestWork)
 	v.mu.Lock()
@@ -85,14 +85,14 @@ func (v *clusterVerdicts) observe(old, updated client.Object) {
 	}
 	a := v.apps[app]
 	if a == nil {
-		a = &appVerdicts{works: map[types.NamespacedName]workVerdict{}, notFine: map[types.NamespacedName]bool{}}
+		a = &appWorkSummaries{works: map[types.NamespacedName]workSummary{}, notFine: map[types.NamespacedName]bool{}}
 		v.apps[app] = a
 	}
 	a.put(newWork)
 }
 
 // appOf is the AppConfig whose verdicts hold mw, if any do.
-func (v *clusterVerdicts) appOf(mw *workv1.ManifestWork) (types.NamespacedName, bool) {
+func (v *workSummaries) appOf(mw *workv1.ManifestWork) (types.NamespacedName, bool) {
 	app, ok := appConfigOfLabels(mw)
 	if !ok || v.apps[app] == nil {
 		return app, false
@@ -110,14 +110,14 @@ func sameAppConfigLabels(a, b client.Object) bool {
 // size for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count,
 // not a list. current are the objects rendered now (v1alpha2.CurrentObjects); the works in gone, which
 // this reconcile deleted, are no longer counted.
-func (v *clusterVerdicts) summarize(app types.NamespacedName, current map[string]bool, gone map[types.NamespacedName]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
+func (v *workSummaries) summarize(app types.NamespacedName, current map[string]bool, gone map[types.NamespacedName]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
 	v.mu.Lock()
 	a := v.apps[app]
 	if a == nil {
-		a = &appVerdicts{}
+		a = &appWorkSummaries{}
 	}
 	if !a.judged || !maps.Equal(a.current, current) {
-		a.judgeAll(current)
+		a.summarizeAll(current)
 	}
 	n, applied, available, healthy := len(a.works), a.applied, a.available, a.healthy
 	notFine := len(a.notFine)
@@ -134,7 +134,7 @@ func (v *clusterVerdicts) summarize(app types.NamespacedName, current map[string
 
 	// The cache's works do not change: the listed ones are told in detail outside the lock.
 	for _, mw := range first {
-		listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
+		listed = append(listed, listedCluster(clusterStatus(mw, current, true), current))
 	}
 	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
 		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, int32(notFine - len(listed))
@@ -147,21 +147,21 @@ func count(b bool) int {
 	return 0
 }
 
-// judge is the verdict on mw, against the objects rendered now.
-func judge(mw *workv1.ManifestWork, current map[string]bool) workVerdict {
+// summarizeWork is the verdict on mw, against the objects rendered now.
+func summarizeWork(mw *workv1.ManifestWork, current map[string]bool) workSummary {
 	cs := clusterStatus(mw, current, false)
-	return workVerdict{work: mw, applied: cs.Applied == metav1.ConditionTrue, available: cs.Available == metav1.ConditionTrue,
+	return workSummary{work: mw, applied: cs.Applied == metav1.ConditionTrue, available: cs.Available == metav1.ConditionTrue,
 		healthy: cs.Health == v1alpha2.Healthy, fine: cs.Fine()}
 }
 
-// judgeAll judges every work again against the objects rendered now.
-func (a *appVerdicts) judgeAll(current map[string]bool) {
+// summarizeAll judges every work again against the objects rendered now.
+func (a *appWorkSummaries) summarizeAll(current map[string]bool) {
 	a.current, a.judged = current, true
 	a.applied, a.available, a.healthy = 0, 0, 0
 	clear(a.notFine)
 	for key, w := range a.works {
 		facts := w.rollout
-		w = judge(w.work, current)
+		w = summarizeWork(w.work, current)
 		w.rollout = facts
 		a.works[key] = w
 		a.tally(key, w, 1)
@@ -169,17 +169,17 @@ func (a *appVerdicts) judgeAll(current map[string]bool) {
 }
 
 // put judges mw, replacing the verdict on its earlier version.
-func (a *appVerdicts) put(mw *workv1.ManifestWork) {
+func (a *appWorkSummaries) put(mw *workv1.ManifestWork) {
 	key := client.ObjectKeyFromObject(mw)
 	a.forget(key)
-	w := judge(mw, a.current)
+	w := summarizeWork(mw, a.current)
 	w.rollout = rolloutFactsOf(mw)
 	a.works[key] = w
 	a.tally(key, w, 1)
 }
 
 // forget drops the verdict on the work key, if there is one.
-func (a *appVerdicts) forget(key types.NamespacedName) {
+func (a *appWorkSummaries) forget(key types.NamespacedName) {
 	if w, ok := a.works[key]; ok {
 		delete(a.works, key)
 		a.tally(key, w, -1)
@@ -187,7 +187,7 @@ func (a *appVerdicts) forget(key types.NamespacedName) {
 }
 
 // tally adds a verdict to the counts (sign 1) or takes it out of them (-1).
-func (a *appVerdicts) tally(key types.NamespacedName, w workVerdict, sign int) {
+func (a *appWorkSummaries) tally(key types.NamespacedName, w workSummary, sign int) {
 	a.applied += sign * count(w.applied)
 	a.available += sign * count(w.available)
 	a.healthy += sign * count(w.healthy)
@@ -203,7 +203,7 @@ func (a *appVerdicts) tally(key types.NamespacedName, w workVerdict, sign int) {
 // firstNotFine are the first limit works not fine, by cluster, leaving out the clusters in gone. It
 // keeps the first ones in order as it goes over them all: before its agents report, every one of an
 // AppConfig's 10,000 clusters is not fine, and sorting them all on every reconcile is what this avoids.
-func (a *appVerdicts) firstNotFine(limit int, gone map[types.NamespacedName]bool) []*workv1.ManifestWork {
+func (a *appWorkSummaries) firstNotFine(limit int, gone map[types.NamespacedName]bool) []*workv1.ManifestWork {
 	byCluster := func(x, y types.NamespacedName) int {
 		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
 	}
@@ -226,7 +226,7 @@ func (a *appVerdicts) firstNotFine(limit int, gone map[types.NamespacedName]bool
 }
 
 // rolloutFacts are the rollout facts of every work of the AppConfig, by cluster.
-func (v *clusterVerdicts) rolloutFacts(app types.NamespacedName) map[string]rolloutFacts {
+func (v *workSummaries) rolloutFacts(app types.NamespacedName) map[string]rolloutFacts {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	a := v.apps[app]

@@ -16,12 +16,12 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 )
 
-// The acceptance points of seeds 000, 001 and 004 through the agent: every change is made to a
+// The acceptance points of apply-once, the 3-way merge of Update, CreateOnly and ServerSideApply through the agent: every change is made to a
 // ManifestWork on the hub, every result is read from the spoke and from the work's status.
 
 const (
-	// seedDeployment sets minReadySeconds and leaves replicas to the API server's default.
-	seedDeployment = `
+	// mergeDeployment sets minReadySeconds and leaves replicas to the API server's default.
+	mergeDeployment = `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: "{{ns}}"}
@@ -157,13 +157,13 @@ func (f *agentFixture) createOnSpoke(cms ...*corev1.ConfigMap) {
 // Seed 001: a field the previous manifest set and the new one omits is removed from the object.
 func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 	f := startAgent(t)
-	w := f.create(f.work("omit", namespaceManifest, seedDeployment))
+	w := f.create(f.work("omit", namespaceManifest, mergeDeployment))
 	f.waitWork(w.Name, "applied", allApplied)
 	if got, found, _ := unstructured.NestedInt64(f.liveObject(deploymentsGVR, "web").Object, "spec", "minReadySeconds"); !found || got != 60 {
 		t.Fatalf("minReadySeconds after the first apply = %d (set: %v), want 60", got, found)
 	}
 
-	f.setManifest(w.Name, 1, f.replace(seedDeployment, "  minReadySeconds: 60\n", ""))
+	f.setManifest(w.Name, 1, f.replace(mergeDeployment, "  minReadySeconds: 60\n", ""))
 	f.waitWork(w.Name, "applied without minReadySeconds", allApplied)
 	f.eventually("minReadySeconds removed", func(ctx context.Context) (bool, error) {
 		u, err := f.dynamic.Resource(deploymentsGVR).Namespace(f.cluster).Get(ctx, "web", metav1.GetOptions{})
@@ -179,7 +179,7 @@ func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 // next apply of a changed manifest under Update.
 func TestUpdateKeepsFieldsAnotherClientSet(t *testing.T) {
 	f := startAgent(t)
-	w := f.create(f.work("others", namespaceManifest, seedDeployment))
+	w := f.create(f.work("others", namespaceManifest, mergeDeployment))
 	f.waitWork(w.Name, "applied", allApplied)
 
 	patch := `{"metadata":{"labels":{"team":"payments"}},"spec":{"replicas":3}}`
@@ -188,7 +188,7 @@ func TestUpdateKeepsFieldsAnotherClientSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new apply: the manifest changes its image.
-	f.setManifest(w.Name, 1, f.replace(seedDeployment, "nginx:1.25", "nginx:1.26"))
+	f.setManifest(w.Name, 1, f.replace(mergeDeployment, "nginx:1.25", "nginx:1.26"))
 	f.waitWork(w.Name, "applied with the new image", allApplied)
 	f.eventually("new image on the spoke", func(ctx context.Context) (bool, error) {
 		d, err := f.kube.AppsV1().Deployments(f.cluster).Get(ctx, "web", metav1.GetOptions{})

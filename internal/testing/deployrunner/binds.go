@@ -1,4 +1,4 @@
-package shipped
+package deployrunner
 
 import (
 	"fmt"

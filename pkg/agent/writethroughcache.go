@@ -6,11 +6,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// fresher bridges the moment between our own write and the informer catching up with it. Reconciling
+// writeThroughCache bridges the moment between our own write and the informer catching up with it. Reconciling
 // from the stale cached copy would compute the status just written, see a difference, and write it
 // again — a wasted write that also fails on the resourceVersion. So the result of each write is kept,
 // with the resourceVersions it supersedes, and used instead of a cached copy that is one of those.
-type fresher[T metav1.Object] struct {
+type writeThroughCache[T metav1.Object] struct {
 	mu sync.Mutex
 	m  map[string]freshEntry[T]
 }
@@ -20,12 +20,12 @@ type freshEntry[T metav1.Object] struct {
 	older map[string]bool // resourceVersions obj supersedes
 }
 
-func newFresher[T metav1.Object]() *fresher[T] {
-	return &fresher[T]{m: map[string]freshEntry[T]{}}
+func newWriteThroughCache[T metav1.Object]() *writeThroughCache[T] {
+	return &writeThroughCache[T]{m: map[string]freshEntry[T]{}}
 }
 
 // pick returns the newest known copy of the object the cache holds as cached.
-func (f *fresher[T]) pick(cached T) T {
+func (f *writeThroughCache[T]) pick(cached T) T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.m[cached.GetName()]
@@ -44,7 +44,7 @@ func (f *fresher[T]) pick(cached T) T {
 // informer would keep it (compactCached, which changes it in place): in a burst of works, a full
 // response (its managedFields, its lists with room to spare) kept for each work until the cache caught
 // up was several megabytes.
-func (f *fresher[T]) wrote(before string, obj T) {
+func (f *writeThroughCache[T]) wrote(before string, obj T) {
 	_, _ = compactCached(obj)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,10 +60,10 @@ func (f *fresher[T]) wrote(before string, obj T) {
 // caughtUp drops what is kept of an object once its informer holds a version the kept copy does not
 // supersede — pick's rule, applied at the informer's event rather than at the next reconcile: a work
 // whose status was written is not reconciled again until its next resync.
-func (f *fresher[T]) caughtUp(cached T) { f.pick(cached) }
+func (f *writeThroughCache[T]) caughtUp(cached T) { f.pick(cached) }
 
 // forget drops what is known about name.
-func (f *fresher[T]) forget(name string) {
+func (f *writeThroughCache[T]) forget(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.m, name)

@@ -27,7 +27,7 @@ func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 	healths := []v1alpha2.Health{v1alpha2.Healthy, v1alpha2.Healthy, v1alpha2.Progressing, v1alpha2.Degraded}
 	for seed := range uint64(4) {
 		rnd := rand.New(rand.NewPCG(seed, 42))
-		verdicts := newClusterVerdicts(nil)
+		verdicts := newWorkSummaries(nil)
 		live := map[types.NamespacedName]*workv1.ManifestWork{} // what the cache holds
 		current := map[types.NamespacedName]map[string]bool{apps[0]: currents[0], apps[1]: currents[0]}
 
@@ -87,7 +87,7 @@ func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 					}
 				}
 				summary, listed, omitted := verdicts.summarize(app, current[app], gone)
-				wantSummary, wantListed, wantOmitted := judgeAfresh(live, app, current[app], gone)
+				wantSummary, wantListed, wantOmitted := summarizeAfresh(live, app, current[app], gone)
 				if *summary != *wantSummary || !reflect.DeepEqual(listed, wantListed) || omitted != wantOmitted {
 					t.Fatalf("seed %d, step %d, %s: summary %+v, listed %v, %d omitted; judged afresh: %+v, %v, %d",
 						seed, step, app, *summary, listedWorks(listed), omitted, *wantSummary, listedWorks(wantListed), wantOmitted)
@@ -97,9 +97,9 @@ func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 	}
 }
 
-// judgeAfresh is the summary of app from every live work labelled for it but those in gone, each judged
-// now: what clusterVerdicts must give.
-func judgeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app types.NamespacedName, current map[string]bool,
+// summarizeAfresh is the summary of app from every live work labelled for it but those in gone, each judged
+// now: what workSummaries must give.
+func summarizeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app types.NamespacedName, current map[string]bool,
 	gone map[types.NamespacedName]bool) (*v1alpha2.Summary, []v1alpha2.ClusterStatus, int32) {
 	var works []*workv1.ManifestWork
 	for key, mw := range live {
@@ -120,7 +120,7 @@ func judgeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app types.N
 		if !cs.Fine() {
 			notFine++
 			if len(listed) < v1alpha2.MaxClustersListed {
-				listed = append(listed, notFineEntry(clusterStatus(mw, current, true), current))
+				listed = append(listed, listedCluster(clusterStatus(mw, current, true), current))
 			}
 		}
 	}
@@ -140,7 +140,7 @@ func listedWorks(listed []v1alpha2.ClusterStatus) []string {
 // A shard keeps no verdicts on the works of AppConfigs it does not deliver.
 func TestVerdictsKeepOnlyTheShardsAppConfigs(t *testing.T) {
 	other := types.NamespacedName{Namespace: "team", Name: "api"}
-	verdicts := newClusterVerdicts(func(app types.NamespacedName) bool { return app != other })
+	verdicts := newWorkSummaries(func(app types.NamespacedName) bool { return app != other })
 	mine, theirs := reportedWork("c1", v1alpha2.Healthy, 0), reportedWork("c1", v1alpha2.Healthy, 0)
 	theirs.Name, theirs.Labels = "team.api", map[string]string{LabelAppConfigNamespace: other.Namespace, LabelAppConfigName: other.Name}
 	verdicts.observe(nil, mine)

@@ -40,7 +40,7 @@ func watchedAt(rv string) *watchedObject {
 func TestSettledApplyIsTakenOnlyForTheSameAskAndVersion(t *testing.T) {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	key := settledKey{generation: 3, resource: cms, owner: "amw-uid"}
-	s := newSettledObjects()
+	s := newUnchangedApplyCache()
 	r := &manifestResult{Manifest: workload.Manifest{Ordinal: 1}, result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")},
 		health: []metav1.Condition{{Type: "Progressing", Status: metav1.ConditionFalse}}}
 	s.record("w", key, r)
@@ -101,7 +101,7 @@ func TestOnlyAppliesThatSucceededSettle(t *testing.T) {
 		"written by ApplyOnceForce":  {config: force, result: apply.Result{Operation: apply.Created, Object: settledTestObject("7")}},
 		"a write without a version":  {result: apply.Result{Operation: apply.Updated, Object: settledTestObject("")}},
 	} {
-		s := newSettledObjects()
+		s := newUnchangedApplyCache()
 		s.record("w", key, &manifestResult{result: apply.Result{Operation: apply.Unchanged, Object: settledTestObject("7")}})
 		s.record("w", key, r)
 		if _, ok := s.lookup("w", 0, key, watchedAt("7")); ok {
@@ -115,7 +115,7 @@ func TestOnlyAppliesThatSucceededSettle(t *testing.T) {
 func TestAWriteSettlesAtTheVersionItWrote(t *testing.T) {
 	key := settledKey{generation: 1}
 	for _, op := range []apply.Operation{apply.Created, apply.Updated} {
-		s := newSettledObjects()
+		s := newUnchangedApplyCache()
 		s.record("w", key, &manifestResult{result: apply.Result{Operation: op, Object: settledTestObject("7")}})
 		kept, ok := s.lookup("w", 0, key, watchedAt("7"))
 		if !ok {
@@ -192,7 +192,7 @@ func TestSharedOwnersAndConditionsGiveBackWhatTheyKept(t *testing.T) {
 // filled in whatever order their applies end: no room kept for manifests the work does not have.
 func TestSettledRecordsOfAWorkFitItsManifests(t *testing.T) {
 	key := settledKey{generation: 1}
-	s := newSettledObjects()
+	s := newUnchangedApplyCache()
 	s.fit("w", 5)
 	for _, ordinal := range []int32{4, 0, 3, 1, 2} {
 		s.record("w", key, &manifestResult{Manifest: workload.Manifest{Ordinal: ordinal},

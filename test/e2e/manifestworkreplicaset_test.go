@@ -34,8 +34,8 @@ import (
 	workv1alpha1 "open-cluster-management.io/api/work/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/internal/testing/shipped"
 )
 
 const (
@@ -114,7 +114,7 @@ func TestOCMsManifestWorkReplicaSetRollsOutProgressivelyOverFerryAgents(t *testi
 	// work/deployment.yaml: `/work manager` and the work feature gates), with the hub's admin
 	// credential for the cluster manager's; as a process here it elects no leader and serves its
 	// health on a free loopback port.
-	addrs, err := shipped.FreeLoopbackAddresses(1)
+	addrs, err := deployrunner.FreeLoopbackAddresses(1)
 	if err != nil {
 		t.Fatal(err)
 	}
