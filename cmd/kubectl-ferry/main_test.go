@@ -26,6 +26,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
@@ -41,10 +42,13 @@ func runAgent(t *testing.T, env *localcluster.Environment, cluster string) {
 	ready := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	clients, err := process.NewAgentClients(env.Hub.Config, env.Spoke(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		done <- agent.Start(ctx, agent.Config{
-			ClusterName: cluster, AgentID: cluster + "-agent",
-			Hub: env.Hub.Config, Spoke: env.Spoke(cluster).Config,
+			ClusterName: cluster, AgentID: cluster + "-agent", Clients: clients,
 			Workers: 2, StatusSyncInterval: time.Minute,
 			Log: testr.New(t), Ready: func() { close(ready) },
 		})

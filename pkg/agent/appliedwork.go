@@ -198,9 +198,7 @@ func (c *controller) createAppliedWork(ctx context.Context, work *workv1.Manifes
 // precondition; if eviction claimed it first, this write fails instead and the work is retried, to find
 // it being deleted.
 func (c *controller) adoptMarkedAppliedWork(ctx context.Context, work *workv1.ManifestWork, amw *workv1.AppliedManifestWork) (*workv1.AppliedManifestWork, error) {
-	unmarked := amw.DeepCopy()
-	unmarked.Status.EvictionStartTime = nil
-	updated, err := c.amws.UpdateStatus(ctx, unmarked, metav1.UpdateOptions{})
+	updated, err := c.patchAppliedWorkStatus(ctx, amw, map[string]any{"evictionStartTime": nil})
 	if err != nil {
 		return nil, fmt.Errorf("adopt AppliedManifestWork %s marked for eviction again: %w", amw.Name, err)
 	}
@@ -326,15 +324,24 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 	if equality.Semantic.DeepEqual(applied, amw.Status.AppliedResources) || (len(applied) == 0 && len(amw.Status.AppliedResources) == 0) {
 		return removing, nil
 	}
-	before := amw.ResourceVersion
-	amw = amw.DeepCopy()
-	amw.Status.AppliedResources = applied
-	updated, err := c.amws.UpdateStatus(ctx, amw, metav1.UpdateOptions{})
+	updated, err := c.patchAppliedWorkStatus(ctx, amw, map[string]any{"appliedResources": applied})
 	if err != nil {
 		return removing, fmt.Errorf("update AppliedManifestWork status: %w", err)
 	}
-	c.freshAMWs.wrote(before, updated)
+	c.freshAMWs.wrote(amw.ResourceVersion, updated)
 	return removing, nil
+}
+
+// patchAppliedWorkStatus sets fields of amw's status by a merge patch of the status subresource that
+// holds only as long as amw is as read (its resourceVersion): the agent's eviction and its works'
+// reconciles write the same AppliedManifestWork, and each must lose, and look again, when the other
+// wrote since. The patch carries only what changes, where an Update sent the whole object.
+func (c *controller) patchAppliedWorkStatus(ctx context.Context, amw *workv1.AppliedManifestWork, fields map[string]any) (*workv1.AppliedManifestWork, error) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": amw.ResourceVersion}, "status": fields})
+	if err != nil {
+		return nil, fmt.Errorf("encode the status patch of AppliedManifestWork %s: %w", amw.Name, err)
+	}
+	return c.amws.Patch(ctx, amw.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
 func containsKey(list []workv1.AppliedManifestResourceMeta, key string) bool {

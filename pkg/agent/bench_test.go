@@ -22,7 +22,6 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
-	"github.com/ferry-mc/ferry/pkg/agent"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 )
 
@@ -37,7 +36,7 @@ func BenchmarkAgent200WorksOf5ConfigMaps(b *testing.B) {
 	const works, perWork = 200, 5
 	for b.Loop() {
 		b.StopTimer()
-		f := startAgent(b, func(c *agent.Config) { c.Workers = process.NewOptions().Workers })
+		f := startAgent(b, func(c *agentSetup) { c.Workers = process.NewOptions().Workers })
 		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -114,7 +113,7 @@ func BenchmarkAgentIdle1000Objects(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		defaults := process.NewOptions()
-		f := startAgent(b, func(c *agent.Config) { c.Workers, c.StatusSyncInterval = defaults.Workers, defaults.StatusSyncInterval })
+		f := startAgent(b, func(c *agentSetup) { c.Workers, c.StatusSyncInterval = defaults.Workers, defaults.StatusSyncInterval })
 		if _, err := f.kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -355,7 +354,7 @@ func BenchmarkAgentCreateToApplied(b *testing.B) {
 // clock stops when the work's status on the hub, observed through a watch, reports the new value. The
 // agent's resync is left at its default; the watch on applied objects is what brings the change.
 func BenchmarkSpokeChangeToHub(b *testing.B) {
-	f := startAgent(b, func(c *agent.Config) { c.StatusSyncInterval = process.DefaultStatusSyncInterval })
+	f := startAgent(b, func(c *agentSetup) { c.StatusSyncInterval = process.DefaultStatusSyncInterval })
 	cm := observedConfigMap(b, f, "observed", "0")
 	name := "observe-" + f.cluster
 	w := f.work(name, `{apiVersion: v1, kind: ConfigMap, metadata: {name: observed, namespace: "{{ns}}"}}`)
@@ -400,7 +399,7 @@ func BenchmarkSpokeChangeToHub(b *testing.B) {
 // polling interval in the path (the status resync is left at its default, 10s). Reports the median
 // and the 99th percentile.
 func BenchmarkSpokeChangeToHubHealth(b *testing.B) {
-	f := startAgent(b, func(c *agent.Config) { c.StatusSyncInterval = process.DefaultStatusSyncInterval })
+	f := startAgent(b, func(c *agentSetup) { c.StatusSyncInterval = process.DefaultStatusSyncInterval })
 	cm := observedConfigMap(b, f, "switch", "off")
 	name := "health-" + f.cluster
 	w := f.work(name, `{apiVersion: v1, kind: ConfigMap, metadata: {name: switch, namespace: "{{ns}}"}}`)

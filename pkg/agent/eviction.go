@@ -212,9 +212,7 @@ func (c *controller) finishEviction(ctx context.Context, amw *workv1.AppliedMani
 }
 
 func (c *controller) setEvictionStart(ctx context.Context, amw *workv1.AppliedManifestWork, start *metav1.Time) error {
-	amw = amw.DeepCopy()
-	amw.Status.EvictionStartTime = start
-	if _, err := c.amws.UpdateStatus(ctx, amw, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if _, err := c.patchAppliedWorkStatus(ctx, amw, map[string]any{"evictionStartTime": start}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("mark AppliedManifestWork %s for eviction: %w", amw.Name, err)
 	}
 	return nil

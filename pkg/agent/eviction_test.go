@@ -22,7 +22,7 @@ import (
 )
 
 func withEvictionGracePeriod(d time.Duration) agentOption {
-	return func(c *agent.Config) { c.EvictionGracePeriod = d }
+	return func(c *agentSetup) { c.EvictionGracePeriod = d }
 }
 
 // A ManifestWork deleted on the hub without the agent (its finalizer removed by hand) leaves its
@@ -303,7 +303,7 @@ type heldRequest struct {
 // option wraps the agent's spoke transport.
 func (h *heldSpokeDelete) option() agentOption {
 	h.done = make(chan struct{})
-	return func(c *agent.Config) {
+	return func(c *agentSetup) {
 		c.Spoke.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				if req.Method == http.MethodDelete {

@@ -420,16 +420,12 @@ func (x *executors) refused(work *workv1.ManifestWork, err error, resource schem
 }
 
 func newExecutors(ctx context.Context, cfg Config, mapper meta.RESTMapper, store apply.RecordStore, requeue func(string, time.Duration)) (*executors, error) {
-	kube, err := kubernetes.NewForConfig(cfg.Spoke)
-	if err != nil {
-		return nil, fmt.Errorf("spoke client: %w", err)
-	}
 	mode := cfg.ExecutorMode
 	if mode == "" {
 		mode = ExecutorCheck
 	}
 	return &executors{
-		ctx: ctx, mode: mode, fallback: cfg.DefaultExecutor, spoke: cfg.Spoke, kube: kube, mapper: mapper, store: store, requeue: requeue,
+		ctx: ctx, mode: mode, fallback: cfg.DefaultExecutor, spoke: cfg.Clients.Spoke, kube: cfg.Clients.SpokeKube, mapper: mapper, store: store, requeue: requeue,
 		decisions: map[accessKey]bool{}, denied: map[string]bool{}, clients: map[workv1.ManifestWorkSubjectServiceAccount]*executorClients{},
 	}, nil
 }

@@ -21,12 +21,12 @@ import (
 // it may, whether the agent checks (as OCM's, the default) or applies as the ServiceAccount.
 
 func withExecutorMode(mode agent.ExecutorMode) agentOption {
-	return func(c *agent.Config) { c.ExecutorMode = mode }
+	return func(c *agentSetup) { c.ExecutorMode = mode }
 }
 
 // withSubjectAccessReviews counts the SubjectAccessReviews the agent asks the spoke.
 func withSubjectAccessReviews(n *atomic.Int64) agentOption {
-	return func(c *agent.Config) {
+	return func(c *agentSetup) {
 		c.Spoke = rest.CopyConfig(c.Spoke)
 		c.Spoke.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
@@ -161,7 +161,7 @@ func TestExecutorMayNotEscalate(t *testing.T) {
 
 // --default-executor holds works that name no executor to a ServiceAccount (a lockdown).
 func TestDefaultExecutorHoldsWorksWithoutOne(t *testing.T) {
-	f := startAgent(t, func(c *agent.Config) {
+	f := startAgent(t, func(c *agentSetup) {
 		c.DefaultExecutor = &workv1.ManifestWorkSubjectServiceAccount{Namespace: c.ClusterName, Name: "deployer"}
 	})
 	executorSetup(t, f)

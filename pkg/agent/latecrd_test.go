@@ -374,7 +374,7 @@ func TestCRDRecreatedWithAnotherScopeAndVersionIsMappedAfresh(t *testing.T) {
 
 // withCRDReads counts the agent's reads of CustomResourceDefinitions on the spoke (watches excluded).
 func withCRDReads(n *atomic.Int64) agentOption {
-	return func(c *agent.Config) {
+	return func(c *agentSetup) {
 		c.Spoke = rest.CopyConfig(c.Spoke)
 		c.Spoke.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(req *http.Request) (*http.Response, error) {

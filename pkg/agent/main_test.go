@@ -27,6 +27,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/internal/testing/worktest"
 	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 )
 
 // The hub and the spoke the package's integration tests share, started by the first test that needs
@@ -52,15 +53,22 @@ type agentFixture struct {
 	spokeWk workclientset.Interface
 	// requests the agent sent, by hub/spoke and read/write
 	hubWrites, spokeWrites, spokeReads *atomic.Int64
-	cfg                                agent.Config
+	cfg                                agentSetup
 	cancel                             context.CancelFunc
 	done                               chan struct{}
 }
 
-type agentOption func(*agent.Config)
+// agentSetup is what a test's agent starts from: its configuration, and the hub and spoke
+// configurations its clients are built from (as ferry-agent's process builds them) at each start.
+type agentSetup struct {
+	agent.Config
+	Hub, Spoke *rest.Config
+}
+
+type agentOption func(*agentSetup)
 
 func withResync(d time.Duration) agentOption {
-	return func(c *agent.Config) { c.StatusSyncInterval = d }
+	return func(c *agentSetup) { c.StatusSyncInterval = d }
 }
 
 // startAgent creates a cluster namespace on the hub and runs an agent for it against the spoke.
@@ -95,14 +103,16 @@ func startAgent(t testing.TB, opts ...agentOption) *agentFixture {
 	if _, err := hubKube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.cluster}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.cfg = agent.Config{
-		ClusterName:        f.cluster,
-		AgentID:            f.cluster + "-agent",
-		Hub:                counted(e.Hub.Config, f.hubWrites, nil),
-		Spoke:              counted(spoke.Config, f.spokeWrites, f.spokeReads),
-		Workers:            4,
-		StatusSyncInterval: time.Minute,
-		Log:                logr.Discard(),
+	f.cfg = agentSetup{
+		Config: agent.Config{
+			ClusterName:        f.cluster,
+			AgentID:            f.cluster + "-agent",
+			Workers:            4,
+			StatusSyncInterval: time.Minute,
+			Log:                logr.Discard(),
+		},
+		Hub:   counted(e.Hub.Config, f.hubWrites, nil),
+		Spoke: counted(spoke.Config, f.spokeWrites, f.spokeReads),
 	}
 	if tt, ok := t.(*testing.T); ok {
 		f.cfg.Log = testr.New(tt)
@@ -116,11 +126,17 @@ func startAgent(t testing.TB, opts ...agentOption) *agentFixture {
 }
 
 func (f *agentFixture) start() {
+	f.t.Helper()
+	cfg := f.cfg.Config
+	var err error
+	if cfg.Clients, err = process.NewAgentClients(f.cfg.Hub, f.cfg.Spoke); err != nil {
+		f.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel, f.done = cancel, make(chan struct{})
 	go func() {
 		defer close(f.done)
-		if err := agent.Start(ctx, f.cfg); err != nil {
+		if err := agent.Start(ctx, cfg); err != nil {
 			f.t.Errorf("agent: %v", err)
 		}
 	}()

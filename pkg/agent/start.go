@@ -2,21 +2,14 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workinformers "open-cluster-management.io/api/client/work/informers/externalversions"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -31,8 +24,8 @@ type Config struct {
 	ClusterName string
 	// AgentID identifies this agent in AppliedManifestWorks.
 	AgentID string
-	// Hub reaches the hub, with a credential for the cluster namespace; Spoke reaches the managed cluster.
-	Hub, Spoke *rest.Config
+	// Clients reach the hub, with a credential for the cluster namespace, and the managed cluster.
+	Clients Clients
 	// Workers is the number of ManifestWorks reconciled at once.
 	Workers int
 	// StatusSyncInterval is how often a work is reconciled when nothing happens to it.
@@ -60,54 +53,32 @@ func Start(ctx context.Context, cfg Config) error {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
-	hubWork, err := workclientset.NewForConfig(cfg.Hub)
-	if err != nil {
-		return fmt.Errorf("hub client: %w", err)
-	}
-	spokeWork, err := workclientset.NewForConfig(cfg.Spoke)
-	if err != nil {
-		return fmt.Errorf("spoke client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg.Spoke)
-	if err != nil {
-		return fmt.Errorf("spoke client: %w", err)
-	}
-	meta, err := metadata.NewForConfig(cfg.Spoke)
-	if err != nil {
-		return fmt.Errorf("spoke client: %w", err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg.Spoke)
-	if err != nil {
-		return fmt.Errorf("spoke client: %w", err)
-	}
-	mapper := newMappingCache(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)))
-	applier := apply.New(dyn, mapper)
+	cl := cfg.Clients
+	var err error
+	mapper := newMappingCache(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cl.SpokeDiscovery)))
+	applier := apply.New(cl.SpokeDynamic, mapper)
 	var records apply.RecordStore
 	if cfg.RecordNamespace != "" {
-		kube, err := kubernetes.NewForConfig(cfg.Spoke)
-		if err != nil {
-			return fmt.Errorf("spoke client: %w", err)
-		}
-		records = apply.NewSecretRecordStore(kube, cfg.RecordNamespace)
+		records = apply.NewSecretRecordStore(cl.SpokeKube, cfg.RecordNamespace)
 		applier.WithRecordStore(records)
 	}
 
-	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(hubWork, 0, workinformers.WithNamespace(cfg.ClusterName),
+	hubInformers := workinformers.NewSharedInformerFactoryWithOptions(cl.HubWorks, 0, workinformers.WithNamespace(cfg.ClusterName),
 		workinformers.WithTransform(compactCached))
-	spokeInformers := workinformers.NewSharedInformerFactoryWithOptions(spokeWork, 0, workinformers.WithTransform(compactCached))
+	spokeInformers := workinformers.NewSharedInformerFactoryWithOptions(cl.SpokeWorks, 0, workinformers.WithTransform(compactCached))
 	works := hubInformers.Work().V1().ManifestWorks()
 	amws := spokeInformers.Work().V1().AppliedManifestWorks()
 
 	c := &controller{
 		health:     health.New(),
 		cluster:    cfg.ClusterName,
-		hubHash:    HubHash(cfg.Hub.Host),
+		hubHash:    HubHash(cl.HubHost),
 		agentID:    cfg.AgentID,
-		works:      hubWork.WorkV1().ManifestWorks(cfg.ClusterName),
+		works:      cl.HubWorks.WorkV1().ManifestWorks(cfg.ClusterName),
 		workLister: works.Lister().ManifestWorks(cfg.ClusterName),
-		amws:       spokeWork.WorkV1().AppliedManifestWorks(),
+		amws:       cl.SpokeWorks.WorkV1().AppliedManifestWorks(),
 		amwLister:  amws.Lister(),
-		dynamic:    dyn,
+		dynamic:    cl.SpokeDynamic,
 		mapper:     mapper,
 		applier:    applier,
 		feedback:   feedback.New(cfg.Feedback),
@@ -121,20 +92,52 @@ func Start(ctx context.Context, cfg Config) error {
 		resync:     cfg.StatusSyncInterval,
 		log:        cfg.Log,
 	}
-	c.watches = newObjectWatches(ctx, meta, c.enqueue)
+	c.watches = newObjectWatches(ctx, cl.SpokeMetadata, c.enqueue)
 	applier.WithExistenceHint(c.watches.exists)
 	if c.executors, err = newExecutors(ctx, cfg, mapper, records, c.enqueueAfter); err != nil {
 		return err
 	}
 	c.executors.hint = c.watches.exists
-	if c.crds, err = newCRDTracker(dyn, mapper, c.enqueue); err != nil {
+	if c.crds, err = newCRDTracker(cl.SpokeDynamic, mapper, c.enqueue); err != nil {
 		return err
 	}
 	crdsDone := make(chan struct{})
 	go func() { defer close(crdsDone); c.crds.run(ctx) }()
 	defer func() { <-crdsDone }()
 
-	_, err = works.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if err := c.handleEvents(works.Informer(), amws.Informer()); err != nil {
+		return err
+	}
+	hubInformers.Start(ctx.Done())
+	spokeInformers.Start(ctx.Done())
+	if !waitForCaches(ctx, hubInformers, spokeInformers, c.crds.hasSynced) {
+		return nil // the caches fail to sync only when ctx is done: that is a stop, not an error
+	}
+	c.log.Info("work agent started", "cluster", cfg.ClusterName, "hub", cl.HubHost, "workers", cfg.Workers)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	grace := cfg.EvictionGracePeriod
+	if grace <= 0 {
+		grace = DefaultEvictionGracePeriod
+	}
+	evicted := make(chan struct{})
+	go func() {
+		defer close(evicted)
+		c.evictOrphans(ctx, grace, min(max(grace/4, 100*time.Millisecond), time.Minute))
+	}()
+	c.run(ctx, cfg.Workers)
+	<-evicted
+	hubInformers.Shutdown()
+	spokeInformers.Shutdown()
+	return nil
+}
+
+// handleEvents has the agent reconcile a work when the hub changes it (not when its status, ours,
+// changes) and when its AppliedManifestWork is deleted, and feeds both caches' news to the agent's own
+// write-through caches.
+func (c *controller) handleEvents(works, amws cache.SharedIndexInformer) error {
+	_, err := works.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if w, ok := obj.(*workv1.ManifestWork); ok {
 				c.enqueue(w.Name)
@@ -156,7 +159,7 @@ func Start(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	_, err = amws.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err = amws.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) {
 			if a, ok := cur.(*workv1.AppliedManifestWork); ok {
 				c.freshAMWs.caughtUp(a)
@@ -171,41 +174,18 @@ func Start(ctx context.Context, cfg Config) error {
 			}
 		},
 	})
-	if err != nil {
-		return err
-	}
-	hubInformers.Start(ctx.Done())
-	spokeInformers.Start(ctx.Done())
-	// The caches fail to sync only when ctx is done: that is a stop, not an error.
-	for _, ok := range hubInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil
+	return err
+}
+
+// waitForCaches waits until both informer factories and the CRD tracker have synced; false if ctx ended
+// first.
+func waitForCaches(ctx context.Context, hub, spoke workinformers.SharedInformerFactory, crdsSynced cache.InformerSynced) bool {
+	for _, f := range []workinformers.SharedInformerFactory{hub, spoke} {
+		for _, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return false
+			}
 		}
 	}
-	for _, ok := range spokeInformers.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil
-		}
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.crds.hasSynced) {
-		return nil
-	}
-	c.log.Info("work agent started", "cluster", cfg.ClusterName, "hub", cfg.Hub.Host, "workers", cfg.Workers)
-	if cfg.Ready != nil {
-		cfg.Ready()
-	}
-	grace := cfg.EvictionGracePeriod
-	if grace <= 0 {
-		grace = DefaultEvictionGracePeriod
-	}
-	evicted := make(chan struct{})
-	go func() {
-		defer close(evicted)
-		c.evictOrphans(ctx, grace, min(max(grace/4, 100*time.Millisecond), time.Minute))
-	}()
-	c.run(ctx, cfg.Workers)
-	<-evicted
-	hubInformers.Shutdown()
-	spokeInformers.Shutdown()
-	return nil
+	return cache.WaitForCacheSync(ctx.Done(), crdsSynced)
 }

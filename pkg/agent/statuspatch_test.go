@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,8 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
-
-	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 // The hub writes a work whenever its spec or labels change, while the agent writes its status: the
@@ -26,7 +25,7 @@ func TestStatusWriteIsNeverRefusedAfterAHubWrite(t *testing.T) {
 	var mu sync.Mutex
 	var statusWrites, refused int
 	var cluster string
-	interpose := func(c *agent.Config) {
+	interpose := func(c *agentSetup) {
 		cluster = c.ClusterName
 		hubCfg := rest.CopyConfig(c.Hub)
 		hubCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -67,5 +66,55 @@ func TestStatusWriteIsNeverRefusedAfterAHubWrite(t *testing.T) {
 	}
 	if refused != 0 {
 		t.Errorf("%d of %d status writes were refused as stale after a hub write; want none", refused, statusWrites)
+	}
+}
+
+// The agent writes an AppliedManifestWork's status (the resources it applied, an eviction mark) by a
+// merge patch of the status subresource holding only the fields that change and the resourceVersion
+// they were computed from: the work's reconciles and the eviction loop write the same object, and the
+// one that read an older copy must lose rather than overwrite the other.
+func TestAppliedWorkStatusIsPatchedOnlyAsRead(t *testing.T) {
+	type statusWrite struct {
+		method string
+		body   map[string]any
+	}
+	var mu sync.Mutex
+	var writes []statusWrite
+	f := startAgent(t, func(c *agentSetup) {
+		c.Spoke = rest.CopyConfig(c.Spoke)
+		c.Spoke.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				if req.Method == http.MethodGet || !strings.Contains(req.URL.Path, "/appliedmanifestworks/") || !strings.HasSuffix(req.URL.Path, "/status") {
+					return rt.RoundTrip(req)
+				}
+				w := statusWrite{method: req.Method}
+				if req.GetBody != nil {
+					if body, err := req.GetBody(); err == nil {
+						_ = json.NewDecoder(body).Decode(&w.body)
+						_ = body.Close()
+					}
+				}
+				mu.Lock()
+				writes = append(writes, w)
+				mu.Unlock()
+				return rt.RoundTrip(req)
+			})
+		})
+	})
+	f.create(f.work("recorded", namespaceManifest, configMapA))
+	f.waitWork("recorded", "applied", allApplied)
+	f.eventually("the applied resources recorded", func(ctx context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(writes) > 0, nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range writes {
+		meta, _ := w.body["metadata"].(map[string]any)
+		status, _ := w.body["status"].(map[string]any)
+		if w.method != http.MethodPatch || meta["resourceVersion"] == nil || len(w.body) != 2 || len(status) != 1 {
+			t.Errorf("AppliedManifestWork status write %s %v; want a PATCH of one status field with metadata.resourceVersion", w.method, w.body)
+		}
 	}
 }

@@ -10,6 +10,11 @@ import (
 // from the stale cached copy would compute the status just written, see a difference, and write it
 // again — a wasted write that also fails on the resourceVersion. So the result of each write is kept,
 // with the resourceVersions it supersedes, and used instead of a cached copy that is one of those.
+//
+// Writing status by merge patch does not make it unneeded: an AppliedManifestWork's status patch
+// carries the resourceVersion it was computed from (eviction and the work's reconciles write the same
+// object and must not overwrite each other), so a patch from a stale copy still fails, after a request;
+// and a ManifestWork's status patch from a stale copy repeats what was just written.
 type writeThroughCache[T metav1.Object] struct {
 	mu sync.Mutex
 	m  map[string]freshEntry[T]

@@ -9,7 +9,7 @@ import (
 
 // The copy a write returned is kept as the cache keeps a work (no managedFields), and only until the
 // informer holds a version it does not supersede — not until the work's next reconcile.
-func TestFresherKeepsAWrittenCopyUntilTheCacheCatchesUp(t *testing.T) {
+func TestWriteThroughCacheKeepsAWrittenCopyUntilTheCacheCatchesUp(t *testing.T) {
 	at := func(rv string) *workv1.ManifestWork {
 		return &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "cluster1", ResourceVersion: rv,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "ferry-agent", Operation: metav1.ManagedFieldsOperationUpdate}}}}

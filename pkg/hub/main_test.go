@@ -253,11 +253,14 @@ func startAgents(ctx context.Context, env *localcluster.Environment) error {
 		}
 		spokeCfg := rest.CopyConfig(env.Spoke(name).Config)
 		spokeCfg.QPS, spokeCfg.Burst = process.DefaultKubeAPIQPS, process.DefaultKubeAPIBurst
+		clients, err := process.NewAgentClients(hubCfg, spokeCfg)
+		if err != nil {
+			return err
+		}
 		cfg := agent.Config{
 			ClusterName:        name,
 			AgentID:            name + "-agent",
-			Hub:                hubCfg,
-			Spoke:              spokeCfg,
+			Clients:            clients,
 			Workers:            4,
 			StatusSyncInterval: time.Minute,
 			Log:                testLog("agent-" + name),

@@ -15,10 +15,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
+
+	"github.com/ferry-mc/ferry/pkg/agent"
 )
 
 // hubKubeconfigPath is the hub kubeconfig file, and the flag it came from.
@@ -220,4 +226,30 @@ func apiMessage(err error) error {
 // oneLine folds a multi-line error message into one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// NewAgentClients builds the agent's clients: ManifestWorks from the hub's kube-apiserver at hub, and
+// everything else from the managed cluster at spoke.
+func NewAgentClients(hub, spoke *rest.Config) (agent.Clients, error) {
+	c := agent.Clients{HubHost: hub.Host, Spoke: spoke}
+	var err error
+	if c.HubWorks, err = workclient.NewForConfig(hub); err != nil {
+		return c, fmt.Errorf("hub work client: %w", err)
+	}
+	if c.SpokeWorks, err = workclient.NewForConfig(spoke); err != nil {
+		return c, fmt.Errorf("spoke work client: %w", err)
+	}
+	if c.SpokeDynamic, err = dynamic.NewForConfig(spoke); err != nil {
+		return c, fmt.Errorf("spoke dynamic client: %w", err)
+	}
+	if c.SpokeMetadata, err = metadata.NewForConfig(spoke); err != nil {
+		return c, fmt.Errorf("spoke metadata client: %w", err)
+	}
+	if c.SpokeDiscovery, err = discovery.NewDiscoveryClientForConfig(spoke); err != nil {
+		return c, fmt.Errorf("spoke discovery client: %w", err)
+	}
+	if c.SpokeKube, err = kubernetes.NewForConfig(spoke); err != nil {
+		return c, fmt.Errorf("spoke client: %w", err)
+	}
+	return c, nil
 }

@@ -115,6 +115,10 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if err != nil {
 		return err
 	}
+	clients, err := NewAgentClients(hub, spoke)
+	if err != nil {
+		return err
+	}
 	hubKube, err := kubernetes.NewForConfig(hub)
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
@@ -138,8 +142,7 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	return agent.Start(ctx, agent.Config{
 		ClusterName:         o.SpokeClusterName,
 		AgentID:             agentID,
-		Hub:                 hub,
-		Spoke:               spoke,
+		Clients:             clients,
 		Workers:             o.Workers,
 		StatusSyncInterval:  o.StatusSyncInterval,
 		EvictionGracePeriod: o.AppliedManifestWorkEvictionGracePeriod,
