@@ -102,7 +102,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
 		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
 		Watches(&workv1.ManifestWork{}, batchedReports{appConfigsOf: appConfigsOfWork, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
-			changed: r.upToDate.changed, observe: r.summaries.observe}).
+			changed: r.upToDate.changed, observe: r.observeWork}).
 		Watches(&v1alpha2.Component{}, r.appConfigsOf(inItsNamespace)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
 		Watches(&managedCluster{}, r.appConfigsOf(everywhere), builder.WithPredicates(placementChanged)).
@@ -161,6 +161,18 @@ func (r *AppConfigReconciler) setUpCache(mgr ctrl.Manager) error {
 // one its name is of. A work of an AppConfig's name that Ferry did not write for it blocks the
 // AppConfig's delivery to that cluster, and the index does not see it: its name finds the AppConfig,
 // so that deleting or relabelling it brings the AppConfig back at once.
+// observeWork takes in every ManifestWork created (old nil), updated or deleted (updated nil), before
+// its AppConfigs are enqueued: the summaries count its report, and a deleted work is no longer one of
+// the hub's recent writes the cache has yet to show.
+func (r *AppConfigReconciler) observeWork(old, updated client.Object) {
+	r.summaries.observe(old, updated)
+	if updated == nil && old != nil {
+		if app, ok := appConfigOfLabels(old); ok {
+			r.recentWrites.deleted(app, client.ObjectKeyFromObject(old), old.GetUID())
+		}
+	}
+}
+
 func appConfigsOfWork(_ context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	labelled, ok := appConfigOfLabels(o)

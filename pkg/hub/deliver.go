@@ -170,7 +170,11 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, base *revisio
 	}
 	if reason != "" {
 		// From the answer, not the pass's start: under load a write waits its turn for seconds.
-		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], time.Now())
+		uid := mw.UID // filled in by a create
+		if uid == "" && have != nil {
+			uid = have.UID
+		}
+		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], uid, time.Now())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

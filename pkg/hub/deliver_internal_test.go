@@ -128,7 +128,8 @@ func applyJSONPatch(mw *workv1.ManifestWork, patch []byte) (*workv1.ManifestWork
 
 // The hub's memory of its own writes: a work written moments ago with the hash wanted is not written
 // again while the cache shows it from before — also after the cache caught up with an agent's status
-// write; another hash, an old write or a work deleted since is written.
+// write; another hash, an old write or a work deleted since is written, also one this hub created
+// moments before someone deleted it.
 func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	app := types.NamespacedName{Namespace: "default", Name: "shop"}
@@ -138,7 +139,7 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	if o.unseen(app, work, cached, "h2", t0) {
 		t.Fatal("a work never written is unseen")
 	}
-	o.record(app, work, cached, "h2", t0)
+	o.record(app, work, cached, "h2", "uid-1", t0)
 	if !o.unseen(app, work, cached, "h2", t0.Add(time.Second)) {
 		t.Error("the work written over the cached version is not remembered")
 	}
@@ -158,10 +159,19 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 		}
 	}
 	created := types.NamespacedName{Namespace: "cluster2", Name: "default.shop"}
-	o.record(app, created, nil, "h2", t0)
+	o.record(app, created, nil, "h2", "uid-2", t0)
 	if !o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
 		t.Error("a work created moments ago, not in the cache yet, is created again")
 	}
+	o.deleted(app, created, "uid-earlier") // an earlier work of that name, reported gone late
+	if !o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
+		t.Error("the deletion of an earlier work of the same name makes the one just created be created again")
+	}
+	o.deleted(app, created, "uid-2") // someone deleted it: the cache showed it, then its deletion
+	if o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
+		t.Error("a work someone deleted moments after this hub created it is not put back until its write is old")
+	}
+	o.record(app, created, nil, "h2", "uid-3", t0)
 	o.forget(app, created) // this hub deleted it: the cluster left the placement
 	if o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
 		t.Error("a work this hub deleted is not created again when its cluster comes back at once")

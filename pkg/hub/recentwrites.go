@@ -15,12 +15,13 @@ import (
 // and a work it deletes is forgotten at once.
 const ownWriteFresh = 30 * time.Second
 
-// ownWrite is a ManifestWork write of this hub's: the spec hash written, when, and whether it created
-// the work.
+// ownWrite is a ManifestWork write of this hub's: the spec hash written, when, whether it created the
+// work, and the UID of the work written.
 type ownWrite struct {
 	hash    string
 	at      time.Time
 	created bool
+	uid     types.UID
 }
 
 // recentWorkWrites remembers the ManifestWorks this hub wrote in the last ownWriteFresh, by AppConfig. A
@@ -34,9 +35,10 @@ type recentWorkWrites struct {
 	byApp map[types.NamespacedName]map[types.NamespacedName]ownWrite
 }
 
-// record remembers that work was written with hash, created when the cache showed none (have nil).
-func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) {
-	w := ownWrite{hash: hash, at: now, created: have == nil}
+// record remembers that work was written with hash, created when the cache showed none (have nil); uid
+// is the written work's.
+func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, uid types.UID, now time.Time) {
+	w := ownWrite{hash: hash, at: now, created: have == nil, uid: uid}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byApp == nil {
@@ -63,6 +65,18 @@ func (o *recentWorkWrites) unseen(app, work types.NamespacedName, have *workv1.M
 		return false
 	}
 	return have != nil || w.created
+}
+
+// deleted drops what is remembered of a work the cache showed and then saw deleted (uid is the deleted
+// work's): a work this hub created that the cache shows none of is no longer one the cache has not
+// caught up with, but one someone deleted, to be put back at once. A deletion of an earlier work of
+// the same name, reported after this hub wrote a new one, leaves the new one's write remembered.
+func (o *recentWorkWrites) deleted(app, work types.NamespacedName, uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w, ok := o.byApp[app][work]; ok && (w.uid == "" || w.uid == uid) {
+		delete(o.byApp[app], work)
+	}
 }
 
 // forget drops what is remembered of work: this hub deleted it.
