@@ -427,3 +427,29 @@ func TestManifestWorkTooLargeIsReportedAndWhatWasDeliveredStays(t *testing.T) {
 		return true, nil
 	})
 }
+
+// A ManifestWork someone deletes on the hub moments after the hub created it is put back at once: the
+// hub's memory of its own recent writes (which keeps it from writing a work again while its cache lags)
+// takes the deletion for what it is, not for a cache that has yet to show the new work.
+func TestAWorkDeletedRightAfterItsCreationIsPutBackAtOnce(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	f.createApp(f.appConfig("shop", onClusters("cluster1"), shopEntry()))
+	created := f.waitWork("cluster1", "shop", "created", func(*workv1.ManifestWork) bool { return true })
+	if err := f.hub.Delete(t.Context(), created); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	// Well inside the 30 s the hub trusts its own writes over its cache: at once, not when they expire.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		back, err := f.work(ctx, "cluster1", "shop")
+		return err == nil && back.UID != created.UID, nil
+	}); err != nil {
+		t.Fatalf("the ManifestWork deleted %s after its creation was not put back within 10s", time.Since(created.CreationTimestamp.Time).Round(time.Second))
+	}
+	t.Logf("put back %s after its deletion", time.Since(deleted).Round(time.Millisecond))
+	f.waitDelivered("shop", "cluster1")
+}

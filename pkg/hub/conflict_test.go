@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
@@ -27,18 +28,18 @@ import (
 
 // A write conflict is not a failure: while 100 AppConfigs on both clusters are delivered, applied by
 // the real agents (which write the works' status all the while) and then all changed at once by a new
-// image of their Component, no AppConfig ever shows Ready=False and none gets a Warning event; every one
+// image in their Component's settings, no AppConfig ever shows Ready=False and none gets a Warning event; every one
 // ends Ready with both works applied at the new image.
 func TestHubConflictsAreNeverShownToTheUser(t *testing.T) {
 	const apps = 100
 	f := setup(t)
 	f.startHub(hubOptions(hub.ApplyOnceOff))
-	// A component each: AppConfigs delivering one Deployment would be a clash of their own (the agent
-	// lets the first work keep it).
+	// A component each: AppConfigs delivering one object would be a clash of their own (the agent lets
+	// the first work keep it).
 	names := make([]string, apps)
 	for i := range names {
 		names[i] = fmt.Sprintf("app-%03d", i)
-		f.mustCreate(f.hub, f.webComponent(names[i], "nginx:1"))
+		f.mustCreate(f.hub, f.settingsComponent(names[i], "nginx:1"))
 	}
 	for _, name := range names {
 		f.waitLatest(name, name+"-v1")
@@ -51,7 +52,7 @@ func TestHubConflictsAreNeverShownToTheUser(t *testing.T) {
 	f.within("every AppConfig delivered and applied at v1", 5*time.Minute, f.allDeliveredAt(names, "v1", "nginx:1"))
 
 	for _, name := range names {
-		f.setImage(name, "nginx:2")
+		f.updateComponent(name, func(comp *v1alpha2.Component) { comp.Spec.Workload = settingsWorkload("nginx:2") })
 	}
 	f.within("every AppConfig delivered and applied at v2", 5*time.Minute, f.allDeliveredAt(names, "v2", "nginx:2"))
 
@@ -290,26 +291,28 @@ func (f *fixture) allDeliveredAt(names []string, revision, image string) func(ct
 		if err := f.hub.List(ctx, list, client.InNamespace(f.ns)); err != nil {
 			return false, err
 		}
+		// One list of the namespace's works, not one per AppConfig: a poll of 100 lists would load the
+		// hub's API server more than the hub under test does.
+		works := &workv1.ManifestWorkList{}
+		if err := f.hub.List(ctx, works, client.MatchingLabels{hub.LabelAppConfigNamespace: f.ns}); err != nil {
+			return false, err
+		}
+		worksOf := map[string][]workv1.ManifestWork{}
+		for _, w := range works.Items {
+			worksOf[w.Labels[hub.LabelAppConfigName]] = append(worksOf[w.Labels[hub.LabelAppConfigName]], w)
+		}
 		done := 0
 		var notYet []string
 		for i := range list.Items {
 			app := &list.Items[i]
-			works, err := f.works(ctx, app.Name)
-			if err != nil {
-				return false, err
-			}
-			if deliveredTo(app, works, clusters...) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
+			if deliveredTo(app, worksOf[app.Name], clusters...) && len(app.Status.Workloads) == 1 && app.Status.Workloads[0].ComponentRevisionName == app.Name+"-"+revision {
 				done++
 			} else if len(notYet) < 3 {
-				notYet = append(notYet, describeDelivery(app, works))
+				notYet = append(notYet, describeDelivery(app, worksOf[app.Name]))
 			}
 		}
 		if done != len(names) {
 			return false, fmt.Errorf("%d of %d AppConfigs delivered at %s; not yet: %s", done, len(names), revision, strings.Join(notYet, "; "))
-		}
-		works := &workv1.ManifestWorkList{}
-		if err := f.hub.List(ctx, works, client.MatchingLabels{hub.LabelAppConfigNamespace: f.ns}); err != nil {
-			return false, err
 		}
 		applied := 0
 		for i := range works.Items {
@@ -376,4 +379,15 @@ func describeDelivery(app *v1alpha2.ApplicationConfiguration, works []workv1.Man
 		out += fmt.Sprintf(" %s generation %d conditions %+v;", works[i].Namespace, works[i].Generation, works[i].Status.Conditions)
 	}
 	return out
+}
+
+// settingsComponent is a Component whose workload is a ConfigMap naming an image. Delivered 200 times,
+// it loads the spokes with what the agents apply and no more: 200 Deployments would also have the
+// spokes' controllers make ReplicaSets and pods of them, and delete those again before the works go.
+func (f *fixture) settingsComponent(name, image string) *v1alpha2.Component {
+	return &v1alpha2.Component{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}, Spec: v1alpha2.ComponentSpec{Workload: settingsWorkload(image)}}
+}
+
+func settingsWorkload(image string) runtime.RawExtension {
+	return runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"image":"` + image + `"}}`)}
 }

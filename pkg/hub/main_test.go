@@ -351,6 +351,8 @@ func (f *fixture) startHub(o hub.Options) {
 		f.t.Fatal("the hub controllers run already")
 	}
 	cfg := rest.CopyConfig(f.hubController)
+	// ferry-hub's own pace (--kube-api-qps, --kube-api-burst), not client-go's default of 5 a second.
+	cfg.QPS, cfg.Burst = hub.DefaultKubeAPIQPS, hub.DefaultKubeAPIBurst
 	f.hubWrites = countWrites(cfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 f.scheme,
@@ -591,13 +593,16 @@ func (f *fixture) updateApp(name string, fn func(*v1alpha2.ApplicationConfigurat
 // updateComponent changes a Component with fn, retrying on conflicts.
 func (f *fixture) updateComponent(name string, fn func(*v1alpha2.Component)) {
 	f.t.Helper()
+	// A merge patch of what fn changed: the hub writes the Component's status meanwhile, and an update
+	// would be refused for it and tried again.
 	f.eventually("update Component "+name, func(ctx context.Context) (bool, error) {
 		comp := &v1alpha2.Component{}
 		if err := f.hub.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, comp); err != nil {
 			return false, err
 		}
+		read := comp.DeepCopy()
 		fn(comp)
-		return true, f.hub.Update(ctx, comp)
+		return true, f.hub.Patch(ctx, comp, client.MergeFrom(read))
 	})
 }
 

@@ -255,6 +255,7 @@ func clustersUnderTest(t *testing.T) (hub *cluster, spokes []*cluster, state str
 // spokes through the real ferry-hub and ferry-agent, their status comes back, a change of the component
 // follows, and deleting the application removes it from the spokes.
 func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	hub, spokes, state := clustersUnderTest(t)
 	root := repoRoot(t)
 	hubKubeconfig := os.Getenv("FERRY_E2E_HUB_KUBECONFIG")

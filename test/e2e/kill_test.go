@@ -42,6 +42,7 @@ const roundTimeout = 2 * time.Minute
 // every work reports Applied at its generation, and each work has one AppliedManifestWork recording
 // exactly its objects. The last rounds delete every work, and nothing is left behind.
 func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	env := localcluster.StartForTest(t, localcluster.Options{
 		// The hub's token controller fills the token Secret of the agent's hub credential.
 		Hub: localcluster.ClusterSpec{ControllerManager: true},
@@ -109,6 +110,7 @@ func TestAgentSurvivesKill9AtRandomPoints(t *testing.T) {
 // with (never deleted and re-created, which would make the agent delete and re-create the application);
 // none of a cluster an AppConfig left; and once the AppConfigs are deleted, no ManifestWork at all.
 func TestHubSurvivesKill9AtRandomPoints(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	env := localcluster.StartForTest(t, localcluster.Options{})
 	hubCfg := fastClient(env.Hub.Config)
 	clusters := []string{"cluster1", "cluster2"}

@@ -85,6 +85,7 @@ const (
 // are kept, no work's Applied or Available leaves True, and the works go on: a change is applied and
 // its status feedback reported by Ferry.
 func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	ocmBinary := ocmWorkAgent(t)
 	built := make(chan string, 1)
 	go func() { built <- buildBinaries(t, "ferry-agent") }()

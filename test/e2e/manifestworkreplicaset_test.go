@@ -63,6 +63,7 @@ var mwrsClusters = []string{"cluster1", "cluster2", "cluster3"}
 // and completes; a revision that breaks the Deployment (it cannot schedule, and exceeds its progress
 // deadline) stops at the first cluster: the other two keep the working revision.
 func TestOCMsManifestWorkReplicaSetRollsOutProgressivelyOverFerryAgents(t *testing.T) {
+	t.Parallel()               // brings clusters of its own: see doc.go
 	ocmWork := ocmWorkAgent(t) // the binary is OCM's `work`: `work agent` on a spoke, `work manager` on the hub
 	built := make(chan string, 1)
 	go func() { built <- buildBinaries(t, "ferry-agent") }()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1 "open-cluster-management.io/api/work/v1"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
@@ -40,6 +38,7 @@ const outageDuration = 30 * time.Second
 // real ferry-hub and ferry-agent binaries started the way ferry-local starts them: as deploy/ ships
 // them, each as its ServiceAccount, the agents with the hub credentials `ferry-hub clusters add` makes.
 func TestAPIServerOutages(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	started := time.Now()
 	s := startOutageEnv(t)
 	t.Logf("environment ready in %s", time.Since(started).Round(time.Second))
@@ -134,7 +133,6 @@ type outageEnv struct {
 
 func startOutageEnv(t *testing.T) *outageEnv {
 	t.Helper()
-	ctrllog.SetLogger(logr.Discard()) // envtest's own progress lines, not ours to read
 	// Build while the clusters start.
 	built := make(chan string, 1)
 	go func() { built <- buildBinaries(t, "ferry-hub", "ferry-agent") }()

@@ -43,6 +43,7 @@ func kubectlRun(kubeconfig, user, stdin string, args ...string) (string, error) 
 //     cluster2 only;
 //   - nobody puts a cluster into a set without `join` on it.
 func TestATenantReachesOnlyHerBoundClustersWithOnlyTheRightsSheMayGrant(t *testing.T) {
+	t.Parallel() // brings clusters of its own: see doc.go
 	_, _, state := startLocal(t)
 	root := repoRoot(t)
 	hubKC := filepath.Join(state, "hub.kubeconfig")
