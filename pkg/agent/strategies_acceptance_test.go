@@ -154,7 +154,7 @@ func (f *agentFixture) createOnSpoke(cms ...*corev1.ConfigMap) {
 	}
 }
 
-// Seed 001: a field the previous manifest set and the new one omits is removed from the object.
+// The three-way merge: a field the previous manifest set and the new one omits is removed from the object.
 func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 	f := startAgent(t)
 	w := f.create(f.work("omit", namespaceManifest, mergeDeployment))
@@ -175,7 +175,7 @@ func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 	})
 }
 
-// Seed 001: a label and spec.replicas set by another client, neither in the manifest, survive the
+// The three-way merge: a label and spec.replicas set by another client, neither in the manifest, survive the
 // next apply of a changed manifest under Update.
 func TestUpdateKeepsFieldsAnotherClientSet(t *testing.T) {
 	f := startAgent(t)
@@ -206,7 +206,7 @@ func TestUpdateKeepsFieldsAnotherClientSet(t *testing.T) {
 	}
 }
 
-// Seed 001: a Service's allocated clusterIP (not in the manifest, immutable) never causes an error or
+// The three-way merge: a Service's allocated clusterIP (not in the manifest, immutable) never causes an error or
 // a write: resyncs write nothing, and a changed manifest applies and keeps the address.
 func TestUpdateLeavesAServicesAllocatedClusterIPAlone(t *testing.T) {
 	f := startAgent(t, withResync(100*time.Millisecond))
@@ -240,7 +240,7 @@ func TestUpdateLeavesAServicesAllocatedClusterIPAlone(t *testing.T) {
 	}
 }
 
-// Seed 004: a Job without spec.selector (the API server defaults an immutable one) applies and
+// Update strategies: a Job without spec.selector (the API server defaults an immutable one) applies and
 // re-syncs under Update without an error and without writes; once it is Complete it is no longer applied.
 func TestUpdateResyncsAJobWithoutSelectorWithoutErrorOrWrites(t *testing.T) {
 	f := startAgent(t, withResync(100*time.Millisecond))
@@ -410,7 +410,7 @@ func TestReadOnlyMissingObjectIsNotAvailable(t *testing.T) {
 	}
 }
 
-// Seed 000 "on" (ApplyOnce): a change of the image made on the spoke is kept across resyncs; a new
+// Apply-once-only "on" (ApplyOnce): a change of the image made on the spoke is kept across resyncs; a new
 // app.oam.dev/generation in the manifest re-applies it and overwrites the change; a deleted object is
 // re-created.
 func TestApplyOnceKeepsSpokeChangesUntilTheManifestChanges(t *testing.T) {
@@ -454,7 +454,7 @@ func TestApplyOnceKeepsSpokeChangesUntilTheManifestChanges(t *testing.T) {
 	f.waitWork(w.Name, "applied after re-creation", allApplied)
 }
 
-// Seed 004 + OCM: under ServerSideApply with ignoreFields OnSpokePresent on .spec.replicas, another
+// Update strategies + OCM: under ServerSideApply with ignoreFields OnSpokePresent on .spec.replicas, another
 // client scaling the Deployment is kept across resyncs (which write nothing) and across a change of
 // the manifest, which still applies its other fields.
 func TestServerSideApplyIgnoreFieldsOnSpokePresentKeepsAnotherClientsScale(t *testing.T) {

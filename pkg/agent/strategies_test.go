@@ -23,7 +23,7 @@ func strategy(resource, namespace, name string, s workv1.UpdateStrategy) workv1.
 	}
 }
 
-// Seed 004 through the agent: a field another manager owns shows as Applied=False, reason ApplyConflict,
+// Update strategies through the agent: a field another manager owns shows as Applied=False, reason ApplyConflict,
 // naming the field and the manager; force applies; dropping the field from the manifest resolves it.
 func TestServerSideApplyConflictShowsOnTheManifest(t *testing.T) {
 	f := startAgent(t)
@@ -88,7 +88,7 @@ func TestServerSideApplyConflictShowsOnTheManifest(t *testing.T) {
 	}
 }
 
-// Seed 000 force through the agent: a deleted object stays deleted until the manifest changes, also
+// Apply-once-only force through the agent: a deleted object stays deleted until the manifest changes, also
 // after the agent restarts.
 func TestApplyOnceForceKeepsADeletedObjectDeletedAcrossRestarts(t *testing.T) {
 	f := startAgent(t)

@@ -75,7 +75,7 @@ func TestReadOnlyNeverWrites(t *testing.T) {
 	}
 }
 
-// Seed 000 "on": a change made on the cluster is kept until the manifest changes; a deleted object is
+// Apply-once-only "on": a change made on the cluster is kept until the manifest changes; a deleted object is
 // re-created.
 func TestApplyOnceKeepsClusterChangesUntilTheManifestChanges(t *testing.T) {
 	f := newFixture(t)
@@ -108,7 +108,7 @@ func TestApplyOnceKeepsClusterChangesUntilTheManifestChanges(t *testing.T) {
 	}
 }
 
-// Seed 000 "force": a deleted object stays deleted until the manifest changes.
+// Apply-once-only "force": a deleted object stays deleted until the manifest changes.
 func TestApplyOnceForceDoesNotRecreateADeletedObject(t *testing.T) {
 	f := newFixture(t)
 	d := f.manifest(deployment)
@@ -134,7 +134,7 @@ func TestApplyOnceForceDoesNotRecreateADeletedObject(t *testing.T) {
 	}
 }
 
-// Seed 004: another manager owning spec.replicas makes server-side apply fail with a conflict naming
+// Update strategies: another manager owning spec.replicas makes server-side apply fail with a conflict naming
 // the field and the manager; force takes it; dropping the field from the manifest resolves it.
 func TestServerSideApplyReportsConflictsByFieldAndManager(t *testing.T) {
 	f := newFixture(t)

@@ -29,7 +29,7 @@ spec:
         image: nginx:1.25
 `
 
-// Seed 001: a field the last manifest set and the new one omits is removed.
+// The three-way merge: a field the last manifest set and the new one omits is removed.
 func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 	f := newFixture(t)
 	d := f.manifest(deployment)
@@ -51,7 +51,7 @@ func TestUpdateRemovesAFieldTheManifestNoLongerSets(t *testing.T) {
 	}
 }
 
-// Seed 001: what others set — a label, replicas scaled by an HPA — survives the next apply, while a
+// The three-way merge: what others set — a label, replicas scaled by an HPA — survives the next apply, while a
 // field the manifest owns is put back.
 func TestUpdateKeepsFieldsSetByOthers(t *testing.T) {
 	f := newFixture(t)
@@ -81,7 +81,7 @@ func TestUpdateKeepsFieldsSetByOthers(t *testing.T) {
 	f.noWrites(d, apply.Options{})
 }
 
-// Seed 004: fields the API server defaults (serviceAccountName, revisionHistoryLimit, strategy, ...)
+// Update strategies: fields the API server defaults (serviceAccountName, revisionHistoryLimit, strategy, ...)
 // are not in the manifest and cause no write on resync.
 func TestUpdateWritesNothingWhenNothingChanged(t *testing.T) {
 	f := newFixture(t)
@@ -94,7 +94,7 @@ func TestUpdateWritesNothingWhenNothingChanged(t *testing.T) {
 	}
 }
 
-// Seed 001: a Service's allocated clusterIP (immutable, not in the manifest) never causes an error or
+// The three-way merge: a Service's allocated clusterIP (immutable, not in the manifest) never causes an error or
 // a write; a change of the manifest still applies.
 func TestUpdateLeavesAServicesAllocatedClusterIPAlone(t *testing.T) {
 	f := newFixture(t)
@@ -128,7 +128,7 @@ spec:
 	}
 }
 
-// Seed 004: a Job without spec.selector gets a defaulted, immutable selector and pod labels; applying it
+// Update strategies: a Job without spec.selector gets a defaulted, immutable selector and pod labels; applying it
 // again must neither fail nor write.
 func TestUpdateReappliesAJobWithoutSelector(t *testing.T) {
 	f := newFixture(t)

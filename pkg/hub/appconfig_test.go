@@ -101,7 +101,7 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 	f.waitShopGone("cluster2")
 }
 
-// Seed 000's status side: the AppConfig counts both clusters applied and available within seconds of
+// The status side of delivery: the AppConfig counts both clusters applied and available within seconds of
 // the agents reporting on their ManifestWorks, and lists a cluster only while it is not fine.
 func TestAppConfigStatusFollowsTheAgentsReportsWithinSeconds(t *testing.T) {
 	f := setup(t)

@@ -114,7 +114,7 @@ func hubSpec(gen int64, replicas int32) func(*appsv1.Deployment) bool {
 	}
 }
 
-// Seed 000, "on", through the whole chain (hub → ManifestWork → agent → spoke): a change made to the
+// Apply-once-only, "on", through the whole chain (hub → ManifestWork → agent → spoke): a change made to the
 // workload on the spoke stays, however often the agent goes over the work, until the AppConfig's spec
 // changes; then the hub's spec wins. An object deleted on the spoke is re-created.
 func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) {
@@ -153,7 +153,7 @@ func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) 
 	f.waitDelivered("shop", clusters...)
 }
 
-// Seed 000, "force", through the whole chain: a workload deleted on the spoke is not re-created, however
+// Apply-once-only, "force", through the whole chain: a workload deleted on the spoke is not re-created, however
 // often the agent goes over the work, until the AppConfig's spec changes; then it is.
 func TestApplyOnceOnlyForceLeavesDeletedObjectsDeletedUntilTheAppConfigChanges(t *testing.T) {
 	f := setup(t)

@@ -31,7 +31,7 @@ func renderedShopAt(t *testing.T, generation int64, entry v1alpha2.ApplicationCo
 	return in.App, out
 }
 
-// Seed 000: --apply-once-only maps workloads and traits to Update, ApplyOnce or ApplyOnceForce; a
+// Apply-once-only: --apply-once-only maps workloads and traits to Update, ApplyOnce or ApplyOnceForce; a
 // strategy set on the AppConfig wins.
 func TestManifestWorkStrategiesFollowApplyOnceOnlyAndOverrides(t *testing.T) {
 	entry := v1alpha2.ApplicationConfigurationComponent{
@@ -103,7 +103,7 @@ func TestManifestWorkHoldsWorkloadThenTraitsIdentifiedForTheAgent(t *testing.T) 
 	}
 }
 
-// Seed 003: with a revisionEnabled trait, moving to a new revision keeps the earlier revision's workload
+// Component revisions: with a revisionEnabled trait, moving to a new revision keeps the earlier revision's workload
 // in the work beside the new one; without one, the workload is replaced.
 func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t *testing.T) {
 	image := []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}

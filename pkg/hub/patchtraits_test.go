@@ -135,7 +135,7 @@ func runsAsNonRoot(d *appsv1.Deployment) bool {
 	return sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot
 }
 
-// Seed 002 through the whole chain: two patch traits (nodeSelector, securityContext) on a Deployment
+// Patch traits through the whole chain: two patch traits (nodeSelector, securityContext) on a Deployment
 // component. Their objects are created on the hub; the Deployment reaches each spoke only once both
 // are Ready, created once with both patches (generation 1) and never seen without them; a changed
 // patch is one more revision and one more change of the Deployment, once its controller publishes it.

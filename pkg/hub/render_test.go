@@ -103,7 +103,7 @@ func TestRenderWorkloadWithParametersLabelsAndTraits(t *testing.T) {
 	}
 }
 
-// Seed 003: a revision-enabled trait, or a pinned revision, names the workload after the revision.
+// Component revisions: a revision-enabled trait, or a pinned revision, names the workload after the revision.
 func TestRenderNamesTheWorkloadAfterTheRevisionWhenRevisionsMatter(t *testing.T) {
 	image := []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}
 	out, err := Render(renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: image,

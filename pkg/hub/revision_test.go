@@ -58,7 +58,7 @@ func (f *fixture) setImage(component, image string) {
 	f.updateComponent(component, func(comp *v1alpha2.Component) { comp.Spec.Workload = deploymentWorkload(component, image) })
 }
 
-// Seed 003: each change of a Component's spec is a new revision <component>-vN; a change that leaves
+// Component revisions: each change of a Component's spec is a new revision <component>-vN; a change that leaves
 // the spec alone makes none.
 func TestEveryComponentSpecChangeIsANewRevision(t *testing.T) {
 	f := setup(t)
@@ -111,7 +111,7 @@ func isControlledBy(rev *appsv1.ControllerRevision, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
-// Seed 003, on the spokes: editing a Component makes <comp>-v2. An AppConfig that names the component
+// Component revisions, on the spokes: editing a Component makes <comp>-v2. An AppConfig that names the component
 // moves to it (its workload gets the new spec on both spokes); one pinned to <comp>-v1 stays there;
 // with a revision-enabled trait, the v1 and v2 workloads both run and the trait points at v2.
 func TestComponentRevisionsReachTheSpokes(t *testing.T) {
