@@ -41,6 +41,7 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // and two only when a rollout decision is recorded before the works follow it. The test runs each pass
 // itself, on a real hub, with the reconciler's cache as ferry-hub runs it.
 func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
+	t.Parallel() // a hub of its own: it runs beside the others that need none of the shared clusters
 	env := localcluster.StartForTest(t, localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub"}})
 	ctx := t.Context()
 	scheme, err := Scheme()

@@ -34,6 +34,7 @@ import (
 // whose reports do not change costs the hub no write. Reports cost it no pass over the fleet's works
 // either, while a work someone deletes on the hub is put back at once.
 func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
+	t.Parallel() // a hub of its own: it runs beside the others that need none of the shared clusters
 	// Enough clusters that most are counted, not listed; how the summary keeps up with more is
 	// make bench-fleet's (1,000 to 10,000 clusters).
 	const clusters, degraded = 1000, 300

@@ -48,8 +48,9 @@ import (
 // test that needs them. Both spokes run kube-controller-manager: the agent deletes with foreground
 // propagation, which needs the garbage collector. Each spoke has a real agent for the whole package,
 // with a hub credential scoped to its cluster namespace as in production. The hub controllers are not
-// shared: a test runs its own manager (startHub) with the options it is about; tests are not parallel,
-// so one runs at a time. Every test works in a namespace of its own, which exists on the hub and on
+// shared: a test runs its own manager (startHub) with the options it is about; the tests on the shared
+// clusters are not parallel, so one runs at a time. Tests with a hub of their own, or none, run in
+// parallel (after those, as go test runs parallel tests). Every test works in a namespace of its own, which exists on the hub and on
 // both spokes, and deletes its AppConfigs, waiting for their ManifestWorks to go, before the next one.
 // The trait kinds the tests use are served everywhere from the start (see ClusterSpec.CRDs).
 var shared = &localcluster.Shared{Options: localcluster.Options{

@@ -22,6 +22,7 @@ import (
 // AppConfig on one cluster, a change of what the AppConfig renders), and with works this reconcile
 // deleted left out.
 func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
+	t.Parallel() // no cluster at all: it runs beside the others that need none of the shared clusters
 	apps := []types.NamespacedName{{Namespace: "default", Name: "web"}, {Namespace: "team", Name: "api"}}
 	currents := []map[string]bool{{"Deployment/web": true}, {"Deployment/web": true, "Service/web": true}, {}}
 	healths := []v1alpha2.Health{v1alpha2.Healthy, v1alpha2.Healthy, v1alpha2.Progressing, v1alpha2.Degraded}

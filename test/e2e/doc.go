@@ -2,7 +2,7 @@
 // processes against a local hub and two spokes (or kind clusters given by their kubeconfigs) and drives
 // them only through the Kubernetes API and the command lines, as a user does.
 //
-// Every test starts clusters and processes of its own, so the tests run in parallel (go test's
-// -parallel, GOMAXPROCS by default): much of an end-to-end test is waiting — for an outage to last,
-// for a lease to run out, for a rollout to hold — and another test's work fills it.
+// Every test starts clusters and processes of its own, so the tests run in parallel, all at once unless
+// go test's -parallel says otherwise (TestMain): much of an end-to-end test is waiting — for an outage
+// to last, for a lease to run out, for a rollout to hold — and another test's work fills it.
 package e2e
