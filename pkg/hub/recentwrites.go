@@ -74,7 +74,7 @@ func (o *recentWorkWrites) unseen(app, work types.NamespacedName, have *workv1.M
 func (o *recentWorkWrites) deleted(app, work types.NamespacedName, uid types.UID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if w, ok := o.byApp[app][work]; ok && (w.uid == "" || w.uid == uid) {
+	if w, ok := o.byApp[app][work]; ok && w.uid == uid {
 		delete(o.byApp[app], work)
 	}
 }
