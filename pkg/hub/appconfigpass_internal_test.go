@@ -69,6 +69,8 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 	if err := r.setUpCache(mgr); err != nil {
 		t.Fatal(err)
 	}
+	ManifestWorkChecksCounted.RLock()
+	t.Cleanup(ManifestWorkChecksCounted.RUnlock) // after the manager stopped
 	mgrCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()

@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -48,10 +49,10 @@ import (
 // test that needs them. Both spokes run kube-controller-manager: the agent deletes with foreground
 // propagation, which needs the garbage collector. Each spoke has a real agent for the whole package,
 // with a hub credential scoped to its cluster namespace as in production. The hub controllers are not
-// shared: a test runs its own manager (startHub) with the options it is about; the tests on the shared
-// clusters are not parallel, so one runs at a time. Tests with a hub of their own, or none, run in
-// parallel (after those, as go test runs parallel tests). Every test works in a namespace of its own, which exists on the hub and on
-// both spokes, and deletes its AppConfigs, waiting for their ManifestWorks to go, before the next one.
+// shared: a test runs its own manager (startHub) with the options it is about, so the tests on the
+// shared clusters run one at a time (setup), beside the tests with a hub of their own, or none. Every
+// test works in a namespace of its own, which exists on the hub and on both spokes, and deletes its
+// AppConfigs, waiting for their ManifestWorks to go, before the next one.
 // The trait kinds the tests use are served everywhere from the start (see ClusterSpec.CRDs).
 var shared = &localcluster.Shared{Options: localcluster.Options{
 	Hub: localcluster.ClusterSpec{Name: "hub", CRDs: traitCRDs()},
@@ -61,7 +62,21 @@ var shared = &localcluster.Shared{Options: localcluster.Options{
 	},
 }}
 
+// allAtOnce is how many tests run at once unless -parallel says: every test that needs clusters runs in
+// parallel, those on the shared clusters waiting their turn (onSharedClusters) while holding their slot,
+// so the limit is above the package's count of tests; those with clusters of their own run while the
+// shared ones wait, instead of after all of them.
+const allAtOnce = "200"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelGiven := false
+	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
+	if !parallelGiven {
+		if err := flag.Set("test.parallel", allAtOnce); err != nil {
+			panic(err)
+		}
+	}
 	ctrl.SetLogger(testLog("hub"))
 	os.Exit(localcluster.RunShared(m, shared))
 }
@@ -320,10 +335,20 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// onSharedClusters is held by the test that runs on the shared clusters: one at a time, since each
+// runs hub controllers of its own that act on every AppConfig and cluster of the shared hub.
+var onSharedClusters sync.Mutex
+
 // setup gives the test a namespace of its own on the hub and on both spokes, bound to OCM's global
-// ManagedClusterSet: its AppConfigs may reach every cluster.
+// ManagedClusterSet: its AppConfigs may reach every cluster. The test runs beside those with clusters
+// of their own, and alone on the shared ones until it ends.
 func setup(t testing.TB) *fixture {
 	t.Helper()
+	if t, ok := t.(*testing.T); ok { // benchmarks run one at a time anyway
+		t.Parallel()
+	}
+	onSharedClusters.Lock()
+	t.Cleanup(onSharedClusters.Unlock) // first registered, last run: after the test's own cleanups
 	f := &fixture{fleet: testFleet(t), t: t, ns: "t-" + strings.ToLower(rand.String(6))}
 	f.mustCreate(f.hub, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}})
 	if err := f.env.Hub.BindGlobalClusterSet(t.Context(), f.ns); err != nil {
@@ -369,6 +394,7 @@ func (f *fixture) startHub(o hub.Options) {
 	if err := hub.SetupWithManager(mgr, o); err != nil {
 		f.t.Fatal(err)
 	}
+	hub.ManifestWorkChecksCounted.RLock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -388,6 +414,7 @@ func (f *fixture) startHub(o hub.Options) {
 		if err := <-done; err != nil {
 			f.t.Errorf("hub manager: %v", err)
 		}
+		hub.ManifestWorkChecksCounted.RUnlock()
 		f.hubRunning = false
 	}
 }

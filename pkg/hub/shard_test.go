@@ -206,7 +206,10 @@ type shardedHub struct {
 // createShardedApp is deleted with all shards running (each lets go of its own), then they stop.
 func (f *fixture) shardedHub(shards []hub.Shard) *shardedHub {
 	h := &shardedHub{f: f, shards: shards, running: map[int]func(){}}
+	// Held once for all shards: a second RLock while a counting test waits for the lock would wait forever.
+	hub.ManifestWorkChecksCounted.RLock()
 	f.t.Cleanup(func() {
+		defer hub.ManifestWorkChecksCounted.RUnlock()
 		for i := range shards {
 			if h.running[i] == nil {
 				h.start(i)
