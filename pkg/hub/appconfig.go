@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -43,6 +44,9 @@ const (
 	DefaultEarlierRevisionsKept = 2
 	// AnnotationSpecHash, on a ManifestWork, identifies the spec the hub last wrote into it.
 	AnnotationSpecHash = v1alpha2.AnnotationSpecHash
+	// AnnotationRevisionHash, on a ManifestWork, identifies the revision it carries when that is not its
+	// spec hash (overrides changed it, or may for other clusters).
+	AnnotationRevisionHash = v1alpha2.AnnotationRevisionHash
 	// AppConfigFinalizer holds an AppConfig until its ManifestWorks are gone.
 	AppConfigFinalizer = "ferry.io/appconfig-cleanup"
 	// ConditionReady says whether the AppConfig is rendered and delivered to its clusters.
@@ -105,7 +109,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			changed: r.upToDate.changed, observe: r.observeWork}).
 		Watches(&v1alpha2.Component{}, r.appConfigsOf(inItsNamespace)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
-		Watches(&managedCluster{}, r.appConfigsOf(everywhere), builder.WithPredicates(placementChanged)).
+		Watches(&managedCluster{}, r.appConfigsOf(everywhere), builder.WithPredicates(predicate.Or(placementChanged, clusterFactsChanged))).
 		Watches(&placementDecision{}, r.appConfigsOf(inItsNamespace)).
 		// What an AppConfig may reach: a binding moves its namespace's AppConfigs, a set any of them.
 		Watches(&clusterv1beta2.ManagedClusterSetBinding{}, r.appConfigsOf(inItsNamespace), builder.WithPredicates(bindingChanged)).

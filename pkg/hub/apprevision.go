@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,13 +20,15 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// An application revision is what the hub renders for an AppConfig — the spec of every one of its
-// ManifestWorks, the same on each cluster — recorded as a ControllerRevision of the AppConfig, so that a
-// rollout can deliver an earlier one again exactly, without rendering it again from Components that
-// have changed since. It is identified by the hash of that spec (AnnotationSpecHash, which every work
-// carries) and named <appconfig>-<hash>.
+// An application revision is what the hub renders for an AppConfig before any cluster is known — the
+// spec of its ManifestWorks, and the overrides that change it for some clusters — recorded as a
+// ControllerRevision of the AppConfig, so that a rollout can deliver an earlier one again exactly,
+// without rendering it again from Components that have changed since. It is identified by a hash (the
+// spec's, AnnotationSpecHash, when it has no overrides; with them, of both, AnnotationRevisionHash) which
+// every work of it carries, and named <appconfig>-<hash>. One cluster's work is a pure function of the
+// revision and that cluster's facts (clusterWorks).
 const (
-	// LabelAppRevisionHash, on an application revision, is the spec hash of the works it holds.
+	// LabelAppRevisionHash, on an application revision, is its hash.
 	LabelAppRevisionHash = "ferry.io/app-spec-hash"
 	// AppRevisionsKept is how many application revisions are kept besides the stable and the wanted one.
 	AppRevisionsKept = 10
@@ -38,6 +41,9 @@ type appRevision struct {
 	// RevisionEnabled names, for each component with a revision-enabled trait, the component revision
 	// rendered: the workloads of its earlier revisions stay in the works beside it (KeepEarlierRevisions).
 	RevisionEnabled map[string]string `json:"revisionEnabled,omitempty"`
+	// Overrides of the AppConfig, and the hash of Spec they apply to, when it has overrides.
+	Overrides []v1alpha2.Override `json:"overrides,omitempty"`
+	SpecHash  string              `json:"specHash,omitempty"`
 }
 
 // revisionBase is one revision of the application as deliver writes it.
@@ -49,10 +55,28 @@ type revisionBase struct {
 	// Rendered are the components whose earlier revisions the works keep; only their names, revisions
 	// and RevisionEnabled are set for a revision read back.
 	Rendered []RenderedComponent
+	// Overrides change Work for the clusters they select (clusterWorks).
+	Overrides []v1alpha2.Override
+	// RevisionHash identifies a revision with overrides; without, its Work's spec hash does.
+	RevisionHash string
 }
 
-// hash is the revision's spec hash, which identifies it on the works.
-func (b *revisionBase) hash() string { return b.Work.Annotations[AnnotationSpecHash] }
+// hash is the revision's hash, which identifies it on the works.
+func (b *revisionBase) hash() string {
+	return cmp.Or(b.RevisionHash, b.Work.Annotations[AnnotationSpecHash])
+}
+
+// revisionHash is the hash of a revision whose works' spec hashes specHash, changed by overrides.
+func revisionHash(specHashOfWork string, overrides []v1alpha2.Override) (string, error) {
+	if len(overrides) == 0 {
+		return specHashOfWork, nil
+	}
+	raw, err := json.Marshal(overrides)
+	if err != nil {
+		return "", fmt.Errorf("encode overrides: %w", err)
+	}
+	return specHash(append([]byte(specHashOfWork+"\n"), raw...)), nil
+}
 
 // AppRevisionName is the name of the application revision of app whose works' spec hash is hash.
 func AppRevisionName(app *v1alpha2.ApplicationConfiguration, hash string) string {
@@ -69,12 +93,23 @@ func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []Render
 	if err := setSpecHash(base, app.Generation); err != nil {
 		return nil, err
 	}
-	return &revisionBase{Name: AppRevisionName(app, base.Annotations[AnnotationSpecHash]), Work: base, Rendered: rendered}, nil
+	rev, err := revisionHash(base.Annotations[AnnotationSpecHash], app.Spec.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	out := &revisionBase{Name: AppRevisionName(app, rev), Work: base, Rendered: rendered}
+	if len(app.Spec.Overrides) > 0 {
+		out.Overrides, out.RevisionHash = app.Spec.Overrides, rev
+	}
+	return out, nil
 }
 
 // buildAppRevision is revision number n of app, holding base.
 func buildAppRevision(app *v1alpha2.ApplicationConfiguration, base *revisionBase, n int64) (*appsv1.ControllerRevision, error) {
 	data := appRevision{Spec: base.Work.Spec}
+	if len(base.Overrides) > 0 {
+		data.Overrides, data.SpecHash = base.Overrides, base.Work.Annotations[AnnotationSpecHash]
+	}
 	for _, rc := range base.Rendered {
 		if rc.RevisionEnabled {
 			if data.RevisionEnabled == nil {
@@ -174,10 +209,13 @@ func (r *AppConfigReconciler) loadAppRevision(ctx context.Context, app *v1alpha2
 	base := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{Name: ManifestWorkName(app),
 			Labels:      map[string]string{LabelAppConfigNamespace: app.Namespace, LabelAppConfigName: app.Name},
-			Annotations: map[string]string{AnnotationSpecHash: rev.Labels[LabelAppRevisionHash]}},
+			Annotations: map[string]string{AnnotationSpecHash: cmp.Or(data.SpecHash, rev.Labels[LabelAppRevisionHash])}},
 		Spec: data.Spec,
 	}
 	out := &revisionBase{Name: name, Work: base}
+	if len(data.Overrides) > 0 {
+		out.Overrides, out.RevisionHash = data.Overrides, rev.Labels[LabelAppRevisionHash]
+	}
 	for _, component := range slices.Sorted(maps.Keys(data.RevisionEnabled)) {
 		out.Rendered = append(out.Rendered, RenderedComponent{ComponentName: component, RevisionName: data.RevisionEnabled[component], RevisionEnabled: true})
 	}

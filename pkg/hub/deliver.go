@@ -36,6 +36,9 @@ type delivery struct {
 	// notOwned are the clusters holding a ManifestWork of the AppConfig's name that Ferry did not
 	// create for it, each with what to do.
 	notOwned []string
+	// notOverridden are the clusters the overrides cannot render for, each with the override's error:
+	// they keep the work they have.
+	notOverridden []string
 	// raced is set when a write lost a race with another writer.
 	raced bool
 	// pending is set when a work this hub wrote moments ago was not looked at again: the cache does
@@ -101,6 +104,10 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		return delivery{}, nil, err
 	}
 	manifestWorkChecks.Add(float64(len(works)))
+	builds, err := r.newClusterWorks(ctx, app, plan)
+	if err != nil {
+		return delivery{}, nil, err
+	}
 	byCluster := make(map[string]*workv1.ManifestWork, len(works))
 	for _, mw := range works {
 		byCluster[mw.Namespace] = mw
@@ -111,14 +118,22 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	for _, cluster := range clusters {
 		wanted[cluster] = true
 		have, base := byCluster[cluster], plan.baseFor(cluster)
-		if base == nil || (have != nil && upToDate(have, base.Work)) {
-			continue // the steady state of a fleet: nothing to build, nothing to write
+		if base == nil {
+			continue
 		}
-		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: base.Work.Name}, have, base.Work.Annotations[AnnotationSpecHash], now) {
+		want, err := builds.build(base, cluster)
+		if err != nil {
+			round.out.notOverridden = append(round.out.notOverridden, err.Error())
+			continue
+		}
+		if have != nil && upToDate(have, want) {
+			continue // the steady state of a fleet: nothing to write
+		}
+		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: want.Name}, have, want.Annotations[AnnotationSpecHash], now) {
 			round.out.pending = true // written moments ago; the cache shows the work from before
 			continue
 		}
-		round.writers.Go(func() error { round.write(ctx, cluster, base, have); return nil })
+		round.writers.Go(func() error { round.write(ctx, cluster, want, base.Rendered, have); return nil })
 	}
 	for cluster, mw := range byCluster {
 		if wanted[cluster] {
@@ -131,7 +146,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		round.writers.Go(func() error { round.remove(ctx, cluster, mw, why); return nil })
 	}
 	out := round.finish()
-	if hash != "" && len(round.changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && !out.raced && !out.pending {
+	if hash != "" && len(round.changed) == 0 && len(out.failed) == 0 && len(out.notOwned) == 0 && len(out.notOverridden) == 0 && !out.raced && !out.pending {
 		r.upToDate.record(key, upToDateDelivery{changes: seen, generation: app.Generation, specHash: hash, placed: placed})
 	}
 	return out, round.gone, nil
@@ -150,18 +165,18 @@ type deliveryRound struct {
 	gone    map[types.NamespacedName]bool
 }
 
-// write gives cluster's work the revision base (a copy: the client decodes its answer into what it
-// writes), have being the work the cache shows.
-func (d *deliveryRound) write(ctx context.Context, cluster string, base *revisionBase, have *workv1.ManifestWork) {
+// write gives cluster's work want (a copy: the client decodes its answer into what it writes), built of
+// a revision that rendered the components rendered; have is the work the cache shows.
+func (d *deliveryRound) write(ctx context.Context, cluster string, want *workv1.ManifestWork, rendered []RenderedComponent, have *workv1.ManifestWork) {
 	r, app := d.r, d.app
-	mw := base.Work.DeepCopy()
+	mw := want.DeepCopy()
 	mw.Namespace = cluster
 	var err error
-	if have != nil && slices.ContainsFunc(base.Rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
+	if have != nil && slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
 		// The earlier revisions' workloads on this cluster are in the stored work's manifests, which
 		// the cache does not keep (see slimWork).
 		if have, err = r.storedWork(ctx, app, mw); err == nil {
-			err = KeepEarlierRevisions(mw, have, base.Rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
+			err = KeepEarlierRevisions(mw, have, rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
 		}
 	}
 	var reason string
@@ -214,6 +229,7 @@ func (d *deliveryRound) finish() delivery {
 	_ = d.writers.Wait() // the writers report through out, changed and gone, never an error
 	slices.Sort(d.out.failed)
 	slices.Sort(d.out.notOwned)
+	slices.Sort(d.out.notOverridden)
 	for _, reason := range slices.Sorted(maps.Keys(d.changed)) {
 		action := workEventActions[reason]
 		names := d.changed[reason]
@@ -232,8 +248,11 @@ func (d delivery) notReady(clusters int) (metav1.Condition, bool) {
 		msg := fmt.Sprintf("ManifestWorks not written on %d of %d clusters: %s", len(d.failed)+len(d.notOwned), clusters, strings.Join(append(d.failed, d.notOwned...), "; "))
 		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkFailed", Message: msg}, true
 	case len(d.notOwned) > 0:
-		msg := fmt.Sprintf("delivered to %d of %d clusters; not delivered to %s", clusters-len(d.notOwned), clusters, strings.Join(d.notOwned, "; "))
+		msg := fmt.Sprintf("delivered to %d of %d clusters; not delivered to %s", clusters-len(d.notOwned)-len(d.notOverridden), clusters, strings.Join(append(d.notOwned, d.notOverridden...), "; "))
 		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "ManifestWorkNotOwned", Message: msg}, true
+	case len(d.notOverridden) > 0:
+		msg := fmt.Sprintf("delivered to %d of %d clusters; the others keep what they have: %s", clusters-len(d.notOverridden), clusters, strings.Join(d.notOverridden, "; "))
+		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "OverrideFailed", Message: msg}, true
 	}
 	return metav1.Condition{}, false
 }
@@ -349,7 +368,11 @@ func workPatch(have, want *workv1.ManifestWork, now time.Time) ([]byte, error) {
 	}
 	set("labels", have.Labels, want.Labels)
 	annotations := map[string]string{AnnotationSpecHash: want.Annotations[AnnotationSpecHash]}
-	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+	if rev := want.Annotations[AnnotationRevisionHash]; rev != "" || have.Annotations[AnnotationRevisionHash] != "" {
+		annotations[AnnotationRevisionHash] = v1alpha2.WorkRevision(want.Annotations)
+	}
+	if v1alpha2.WorkRevision(have.Annotations) != v1alpha2.WorkRevision(want.Annotations) {
+		// A new revision, not the same one rendered again for a cluster whose facts changed.
 		annotations[AnnotationRevisionSince] = now.UTC().Format(time.RFC3339)
 	}
 	set("annotations", have.Annotations, annotations)

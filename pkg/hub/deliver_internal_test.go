@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
 // The patch that writes a work's new spec holds against whatever the API server stores now: the spec
@@ -72,6 +74,29 @@ func TestWorkPatchGivesTheStoredWorkExactlyTheWantedSpec(t *testing.T) {
 		}
 		if patched.Labels["ferry.io/placement"] != "edge" {
 			t.Errorf("labels %v lack the new one", patched.Labels)
+		}
+	})
+	t.Run("the same revision rendered again for its cluster", func(t *testing.T) {
+		// A cluster's facts changed: its spec is new, its revision is not, and neither is the revision's start.
+		cached := cached.DeepCopy()
+		cached.Annotations[AnnotationRevisionHash] = "rev-1"
+		want := want.DeepCopy()
+		want.Annotations[AnnotationRevisionHash] = "rev-1"
+		patched := applyWorkPatch(t, cached, want, cached.DeepCopy(), now)
+		if patched.Annotations[AnnotationSpecHash] != "new" || patched.Annotations[AnnotationRevisionHash] != "rev-1" {
+			t.Errorf("annotations %v, want spec hash new of revision rev-1", patched.Annotations)
+		}
+		if got := patched.Annotations[AnnotationRevisionSince]; got != "2026-11-24T00:00:00Z" {
+			t.Errorf("%s moved to %s with the revision unchanged", AnnotationRevisionSince, got)
+		}
+		// And a revision without overrides after it: the work says it carries that revision.
+		patched = applyWorkPatch(t, patched, want.DeepCopy(), patched.DeepCopy(), now)
+		plain := want.DeepCopy()
+		delete(plain.Annotations, AnnotationRevisionHash)
+		plain.Annotations[AnnotationSpecHash] = "plain"
+		patched = applyWorkPatch(t, patched, plain, patched.DeepCopy(), now)
+		if rev := v1alpha2.WorkRevision(patched.Annotations); rev != "plain" {
+			t.Errorf("revision %s after a revision without overrides, want plain (annotations %v)", rev, patched.Annotations)
 		}
 	})
 	t.Run("no annotations yet", func(t *testing.T) {

@@ -749,25 +749,40 @@ func (f *fixture) waitSpokeGone(cluster string, gvk schema.GroupVersionKind, nam
 // shared by every test: the label is removed again when the test ends.
 func (f *fixture) labelCluster(cluster, key, value string) {
 	f.t.Helper()
-	set := func(value string) func(ctx context.Context) (bool, error) {
+	set := func(value string) func(*clusterv1.ManagedCluster) {
+		return func(mc *clusterv1.ManagedCluster) {
+			if value == "" {
+				delete(mc.Labels, key)
+				return
+			}
+			if mc.Labels == nil {
+				mc.Labels = map[string]string{}
+			}
+			mc.Labels[key] = value
+		}
+	}
+	f.editCluster(cluster, fmt.Sprintf("label %s=%q", key, value), false, set(value), set(""))
+}
+
+// editCluster changes a ManagedCluster (its status, with status) by edit, from the one stored, until
+// the write is not refused; undo changes it back when the test ends.
+func (f *fixture) editCluster(cluster, what string, status bool, edit, undo func(*clusterv1.ManagedCluster)) {
+	f.t.Helper()
+	write := func(change func(*clusterv1.ManagedCluster)) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			mc := &clusterv1.ManagedCluster{}
 			if err := f.hub.Get(ctx, client.ObjectKey{Name: cluster}, mc); err != nil {
 				return false, err
 			}
-			if value == "" {
-				delete(mc.Labels, key)
-			} else {
-				if mc.Labels == nil {
-					mc.Labels = map[string]string{}
-				}
-				mc.Labels[key] = value
+			change(mc)
+			if status {
+				return true, f.hub.Status().Update(ctx, mc)
 			}
 			return true, f.hub.Update(ctx, mc)
 		}
 	}
-	f.eventually(fmt.Sprintf("label %s %s=%q", cluster, key, value), set(value))
-	f.t.Cleanup(func() { f.eventually(fmt.Sprintf("remove label %s from %s", key, cluster), set("")) })
+	f.eventually(fmt.Sprintf("%s on %s", what, cluster), write(edit))
+	f.t.Cleanup(func() { f.eventually(fmt.Sprintf("undo %s on %s", what, cluster), write(undo)) })
 }
 
 // Builders.

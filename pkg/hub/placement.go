@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,6 +124,20 @@ var placementChanged = predicate.Or[client.Object](predicate.LabelChangedPredica
 			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
 	},
 })
+
+// clusterFactsChanged passes the changes of a ManagedCluster that overrides may read besides its labels:
+// its annotations and the ClusterClaims it reports. A cluster whose facts change is rendered again at
+// once, at the revision it has.
+var clusterFactsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, oldOK := e.ObjectOld.(*clusterv1.ManagedCluster)
+		mc, ok := e.ObjectNew.(*clusterv1.ManagedCluster)
+		return oldOK && ok && (!maps.Equal(old.Annotations, mc.Annotations) || !slices.Equal(old.Status.ClusterClaims, mc.Status.ClusterClaims))
+	},
+}
 
 // decisionGroups are, for an AppConfig placed by an OCM Placement, the decision groups each of its
 // clusters is in, by name and by index (the labels of the PlacementDecisions holding it): what a

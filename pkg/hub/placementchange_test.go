@@ -52,3 +52,29 @@ func TestPlacementChangedPassesLabelsAndDeletionOnly(t *testing.T) {
 		}
 	}
 }
+
+// Overrides read a cluster's annotations and ClusterClaims besides its labels: a change of either renders
+// the cluster again; its conditions do not.
+func TestClusterFactsChangedPassesAnnotationsAndClaimsOnly(t *testing.T) {
+	base := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: "east", Annotations: map[string]string{"team": "a"}}}
+	base.Status.ClusterClaims = []clusterv1.ManagedClusterClaim{{Name: "id.k8s.io", Value: "1"}}
+	annotated := base.DeepCopy()
+	annotated.Annotations["team"] = "b"
+	claimed := base.DeepCopy()
+	claimed.Status.ClusterClaims[0].Value = "2"
+	reported := base.DeepCopy()
+	reported.Status.Conditions = []metav1.Condition{{Type: "ManagedClusterConditionAvailable", Status: metav1.ConditionTrue}}
+	for _, tc := range []struct {
+		name string
+		new  *clusterv1.ManagedCluster
+		want bool
+	}{
+		{"annotation changed", annotated, true},
+		{"claim changed", claimed, true},
+		{"status reported", reported, false},
+	} {
+		if got := clusterFactsChanged.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.new}); got != tc.want {
+			t.Errorf("%s: passed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -14,17 +14,16 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-// Labels and the annotation every rendered object carries: which application, component and revision
-// it is of, and the AppConfig generation an apply-once strategy applies it at.
+// Labels and the annotation every rendered object carries (see v1alpha2).
 const (
-	LabelAppName      = "app.oam.dev/name"
-	LabelComponent    = "app.oam.dev/component"
-	LabelRevision     = "app.oam.dev/revision"
-	LabelResourceType = "app.oam.dev/resourceType"
-	AnnotationAppGen  = "app.oam.dev/generation"
+	LabelAppName      = v1alpha2.LabelAppName
+	LabelComponent    = v1alpha2.LabelComponent
+	LabelRevision     = v1alpha2.LabelRevision
+	LabelResourceType = v1alpha2.LabelResourceType
+	AnnotationAppGen  = v1alpha2.AnnotationAppGen
 
-	ResourceTypeWorkload = "WORKLOAD"
-	ResourceTypeTrait    = "TRAIT"
+	ResourceTypeWorkload = v1alpha2.ResourceTypeWorkload
+	ResourceTypeTrait    = v1alpha2.ResourceTypeTrait
 )
 
 // ResolvedComponent is the spec an AppConfig entry renders, and which revision of which component it is.

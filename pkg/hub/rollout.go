@@ -21,13 +21,13 @@ import (
 )
 
 // AnnotationRevisionSince, on a ManifestWork, is when the hub wrote the revision it carries (its
-// AnnotationSpecHash) into it: a rollout's progressDeadline counts from it.
+// WorkRevision) into it: a rollout's progressDeadline counts from it.
 const AnnotationRevisionSince = "ferry.io/revision-since"
 
 // rolloutFacts are what a rollout reads of one cluster's work: taken with the work's verdict
 // (workSummaries), as the work changes, not on every reconcile.
 type rolloutFacts struct {
-	revision  string // the spec hash it carries
+	revision  string // the hash of the revision it carries
 	updatedAt time.Time
 	// reported: the agent's report is about the work's current generation.
 	reported     bool
@@ -39,7 +39,7 @@ type rolloutFacts struct {
 // rolloutFactsOf reads mw's facts. A manifest the agent could not apply counts as Degraded: the
 // revision failed there as surely as if it had been applied and broke.
 func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
-	f := rolloutFacts{revision: mw.Annotations[AnnotationSpecHash], updatedAt: mw.CreationTimestamp.Time, health: v1alpha2.HealthUnknown}
+	f := rolloutFacts{revision: v1alpha2.WorkRevision(mw.Annotations), updatedAt: mw.CreationTimestamp.Time, health: v1alpha2.HealthUnknown}
 	if t, err := time.Parse(time.RFC3339, mw.Annotations[AnnotationRevisionSince]); err == nil {
 		f.updatedAt = t
 	}

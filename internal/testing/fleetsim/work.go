@@ -21,8 +21,7 @@ type Work struct {
 	metav1.ObjectMeta
 	// Manifests are the work's manifests in the order of spec.workload.manifests.
 	Manifests []Manifest
-	// Revision is the hub's hash of the spec (its hub.AnnotationSpecHash): which revision of the
-	// application the work carries.
+	// Revision is the hash of the revision of the application the work carries (v1alpha2.WorkRevision).
 	Revision string
 	// ReportedGeneration is the generation the agent's last report is about (its Applied condition's
 	// observedGeneration; 0 before any): the work is reported on when it is Generation.
@@ -55,7 +54,7 @@ func WorkOf(mw *workv1.ManifestWork) (*Work, error) {
 	w := &Work{ObjectMeta: metav1.ObjectMeta{
 		Name: mw.Name, Namespace: mw.Namespace, Generation: mw.Generation, Labels: mw.Labels,
 		ResourceVersion: mw.ResourceVersion, UID: mw.UID,
-	}, Written: writtenAt(mw), Revision: mw.Annotations[v1alpha2.AnnotationSpecHash],
+	}, Written: writtenAt(mw), Revision: v1alpha2.WorkRevision(mw.Annotations),
 		ReportedGeneration: workreport.ReportedGeneration(mw.Status.Conditions)}
 	for i, raw := range mw.Spec.Workload.Manifests {
 		id, err := workreport.IdentifyManifest(raw)

@@ -30,6 +30,144 @@ type ApplicationConfigurationSpec struct {
 	// reaches every cluster at once. Ferry's extension of the OAM API.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// Overrides change what some of the placement's clusters get, in order: a later entry applies
+	// over what the earlier ones made. They are part of the application's revision: an edit of them
+	// rolls out under spec.rollout like any other change, and a rollback restores them. Values may
+	// be taken from the cluster itself (see Override). Ferry's extension of the OAM API.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Overrides []Override `json:"overrides,omitempty"`
+}
+
+// Override changes, for the clusters it selects among the placement's, the objects rendered for them.
+// With none of clusters, clusterSelector and decisionGroups it selects every cluster; with several, a
+// cluster any of them takes.
+//
+// Every string of its image, labels, annotations and patches may take values from the target cluster:
+// ${cluster.name}, ${cluster.labels[KEY]}, ${cluster.annotations[KEY]} and ${cluster.claims[NAME]} (a
+// ClusterClaim the cluster reports in its ManagedCluster's status.clusterClaims, e.g.
+// region.open-cluster-management.io); $${ is a literal ${. A fact the cluster does not have is an error
+// for that cluster, never an empty string.
+type Override struct {
+	// Name of the entry, unique in the AppConfig: conditions and kubectl ferry name it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Clusters by name.
+	// +optional
+	// +listType=set
+	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSelector takes the clusters whose labels match.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// DecisionGroups takes, when the application is placed by an OCM Placement, the clusters of these
+	// decision groups, each named by its name or its index (as in a rollout stage).
+	// +optional
+	// +listType=set
+	DecisionGroups []string `json:"decisionGroups,omitempty"`
+
+	// Image changes the image of every container (and init container) of a component's workload:
+	// its registry, repository or tag, each one set replacing that part only.
+	// +optional
+	Image *ImageOverride `json:"image,omitempty"`
+
+	// Labels are set on every object rendered for the selected clusters.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations are set on every object rendered for the selected clusters.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+
+	// Patches change the rendered objects they target, in order.
+	// +optional
+	Patches []ObjectPatch `json:"patches,omitempty"`
+}
+
+// ImageOverride changes parts of the images of a component's containers.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.registry) || has(self.repository) || has(self.tag)",message="set at least one of registry, repository and tag"
+type ImageOverride struct {
+	// Component whose workload's containers change; empty: every component's.
+	// +optional
+	Component string `json:"component,omitempty"`
+
+	// Registry replaces the registry host (and port) of each image, e.g. eu.gcr.io; an image without
+	// one (a Docker Hub name) gains it, an official image's name as library/NAME, as registry mirrors
+	// keep it (nginx:1 becomes eu.gcr.io/library/nginx:1).
+	// +optional
+	Registry string `json:"registry,omitempty"`
+
+	// Repository replaces the path of each image after the registry, e.g. team/web.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+
+	// Tag replaces the tag (and drops a digest) of each image.
+	// +optional
+	Tag string `json:"tag,omitempty"`
+}
+
+// ObjectPatch is a patch of the rendered objects it targets: a JSON merge patch (RFC 7386), a JSON
+// patch (RFC 6902), or both, the merge patch first.
+//
+// A target and at least one of mergePatch and jsonPatch (the merge patch is schemaless, out of reach of
+// a CEL rule):
+// +kubebuilder:validation:MinProperties=2
+type ObjectPatch struct {
+	// Target selects the rendered objects the patch applies to.
+	Target ObjectTarget `json:"target"`
+
+	// MergePatch is merged into each target (RFC 7386: null removes a field).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	MergePatch *runtime.RawExtension `json:"mergePatch,omitempty"`
+
+	// JSONPatch operations applied to each target in order (RFC 6902). A path that does not exist
+	// for replace, remove or test is an error, never skipped.
+	// +optional
+	JSONPatch []JSONPatchOperation `json:"jsonPatch,omitempty"`
+}
+
+// ObjectTarget selects rendered objects by kind, and optionally apiVersion and name. A target that
+// selects no object rendered for the cluster is an error: the object is not where the entry thinks.
+type ObjectTarget struct {
+	// APIVersion of the objects, e.g. apps/v1; empty: any.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the objects, e.g. Deployment.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+
+	// Name of the object as rendered; empty: every object of the kind.
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// JSONPatchOperation is one operation of an RFC 6902 JSON patch.
+type JSONPatchOperation struct {
+	// +kubebuilder:validation:Enum=add;remove;replace;move;copy;test
+	Op string `json:"op"`
+
+	// Path is a JSON pointer (RFC 6901) into the object.
+	Path string `json:"path"`
+
+	// From is the source of move and copy.
+	// +optional
+	From string `json:"from,omitempty"`
+
+	// Value of add, replace and test: any JSON value.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Value *runtime.RawExtension `json:"value,omitempty"`
 }
 
 // Executor is the identity a work agent applies an application as: the shape of OCM's

@@ -1,0 +1,130 @@
+package hub_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/hub"
+)
+
+var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+
+// One AppConfig, three clusters in two regions: each region's clusters run the image from their
+// region's registry, a cluster's ClusterClaim reaches its ConfigMap, and an override that breaks one
+// cluster's render is a condition naming it, that cluster getting nothing and the others theirs. A
+// change of a cluster's own facts renders that cluster again at once, at the same revision, and
+// rewrites no other cluster's work.
+func TestOverridesGiveEachClusterItsOwnRender(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	region := "example.com/region-" + f.ns
+	f.labelCluster("cluster1", region, "eu")
+	f.labelCluster("cluster2", region, "us")
+	eu2 := "eu-2-" + f.ns // a cluster with no agent: what it gets is its ManifestWork
+	f.addManagedCluster(eu2, map[string]string{region: "eu"})
+	f.setClaim("cluster2", "id.k8s.io", "c2-4f2a")
+
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"), f.settingsComponent("settings", "nginx:1"))
+	app := f.appConfig("shop", onClusters("cluster1", "cluster2", eu2),
+		v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"}, v1alpha2.ApplicationConfigurationComponent{ComponentName: "settings"})
+	app.Spec.Overrides = []v1alpha2.Override{
+		{Name: "regional-registry", ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: region, Operator: metav1.LabelSelectorOpExists}}},
+			Image: &v1alpha2.ImageOverride{Component: "web", Registry: "registry.${cluster.labels[" + region + "]}.example.com"}},
+		{Name: "cluster-id", Clusters: []string{"cluster2"}, Patches: []v1alpha2.ObjectPatch{{Target: v1alpha2.ObjectTarget{Kind: "ConfigMap", Name: "settings"},
+			JSONPatch: []v1alpha2.JSONPatchOperation{{Op: "add", Path: "/data/cluster-id", Value: &runtime.RawExtension{Raw: []byte(`"${cluster.claims[id.k8s.io]}"`)}}}}}},
+		{Name: "paused", Clusters: []string{eu2}, Patches: []v1alpha2.ObjectPatch{{Target: v1alpha2.ObjectTarget{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			JSONPatch: []v1alpha2.JSONPatchOperation{{Op: "replace", Path: "/spec/paused", Value: &runtime.RawExtension{Raw: []byte(`true`)}}}}}},
+	}
+	f.createApp(app)
+
+	f.waitImage("cluster1", "web", "registry.eu.example.com/library/nginx:1")
+	f.waitImage("cluster2", "web", "registry.us.example.com/library/nginx:1")
+	f.waitSpokeObject("cluster2", configMapGVK, "settings", "the cluster's id claim in its data", func(u *unstructured.Unstructured) bool {
+		v, _, _ := unstructured.NestedString(u.Object, "data", "cluster-id")
+		return v == "c2-4f2a"
+	})
+	cm, err := f.spokeObject(t.Context(), "cluster1", configMapGVK, "settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedString(cm.Object, "data", "cluster-id"); found {
+		t.Errorf("cluster1's ConfigMap has the cluster-id only cluster2's override sets: %v", cm.Object["data"])
+	}
+	got := f.waitApp("shop", "not ready for the override that cannot apply on "+eu2, notReadyBecause("OverrideFailed"))
+	for _, want := range []string{"delivered to 2 of 3 clusters", "override paused for cluster " + eu2 + " on Deployment web", "/spec/paused"} {
+		if msg := ready(got).Message; !strings.Contains(msg, want) {
+			t.Errorf("Ready says %q; want it to say %q", msg, want)
+		}
+	}
+	if _, err := f.work(t.Context(), eu2, "shop"); err == nil {
+		t.Errorf("%s got a ManifestWork its override breaks", eu2)
+	}
+
+	// One revision, rendered for each cluster.
+	w1, err := f.work(t.Context(), "cluster1", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := f.work(t.Context(), "cluster2", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := v1alpha2.WorkRevision(w1.Annotations)
+	if rev == "" || v1alpha2.WorkRevision(w2.Annotations) != rev || w1.Annotations[hub.AnnotationSpecHash] == w2.Annotations[hub.AnnotationSpecHash] {
+		t.Errorf("works: cluster1 revision %s spec %s, cluster2 revision %s spec %s; want one revision and two specs",
+			rev, w1.Annotations[hub.AnnotationSpecHash], v1alpha2.WorkRevision(w2.Annotations), w2.Annotations[hub.AnnotationSpecHash])
+	}
+
+	// cluster2's claim changes: its work follows at the same revision; cluster1's is not written.
+	f.setClaim("cluster2", "id.k8s.io", "c2-77b0")
+	f.waitSpokeObject("cluster2", configMapGVK, "settings", "the changed claim in its data", func(u *unstructured.Unstructured) bool {
+		v, _, _ := unstructured.NestedString(u.Object, "data", "cluster-id")
+		return v == "c2-77b0"
+	})
+	after2 := f.waitWork("cluster2", "shop", "rendered again", func(mw *workv1.ManifestWork) bool {
+		return mw.Annotations[hub.AnnotationSpecHash] != w2.Annotations[hub.AnnotationSpecHash]
+	})
+	if v1alpha2.WorkRevision(after2.Annotations) != rev {
+		t.Errorf("cluster2's work moved to revision %s for a change of its own facts; want %s", v1alpha2.WorkRevision(after2.Annotations), rev)
+	}
+	if after1, err := f.work(t.Context(), "cluster1", "shop"); err != nil || after1.Generation != w1.Generation {
+		t.Errorf("cluster1's work went from generation %d to %+v (%v) for a change of cluster2's facts", w1.Generation, after1, err)
+	}
+
+	// The broken override fixed: every cluster delivered, eu-2 with its region's registry.
+	f.updateApp("shop", func(a *v1alpha2.ApplicationConfiguration) { a.Spec.Overrides = a.Spec.Overrides[:2] })
+	f.waitApp("shop", "Ready on all 3 clusters", isReady)
+	f.waitWork(eu2, "shop", "carrying its region's registry", func(mw *workv1.ManifestWork) bool {
+		return workCarries(mw, "registry.eu.example.com/library/nginx:1")
+	})
+}
+
+// setClaim sets a ClusterClaim in a ManagedCluster's status, as its registration agent reports it; the
+// claim is removed again when the test ends.
+func (f *fixture) setClaim(cluster, name, value string) {
+	f.t.Helper()
+	set := func(value string) func(*clusterv1.ManagedCluster) {
+		return func(mc *clusterv1.ManagedCluster) {
+			claims := []clusterv1.ManagedClusterClaim{}
+			for _, c := range mc.Status.ClusterClaims {
+				if c.Name != name {
+					claims = append(claims, c)
+				}
+			}
+			if value != "" {
+				claims = append(claims, clusterv1.ManagedClusterClaim{Name: name, Value: value})
+			}
+			mc.Status.ClusterClaims = claims
+		}
+	}
+	f.editCluster(cluster, fmt.Sprintf("claim %s=%q", name, value), true, set(value), set(""))
+}
