@@ -204,6 +204,8 @@ demo: local-up ## the main job: local hub + spokes, a ManifestWork and an OAM ap
 	@$(KUBECTL) --kubeconfig $(LOCAL_DIR)/hub.kubeconfig -n default get components,applicationconfigurations
 	@echo; echo "# hub: kubectl ferry status appconfig hello-app -n default"
 	@$(KUBECTL_FERRY) status appconfig hello-app -n default
+	@echo; echo "# hub: kubectl ferry render appconfig hello-app -n default --cluster cluster2   (what cluster2 gets: the override bigger-cluster2 applied)"
+	@$(KUBECTL_FERRY) render appconfig hello-app -n default --cluster cluster2
 	@for c in $$(cut -d' ' -f1 $(LOCAL_DIR)/clusters | grep -v '^hub$$'); do \
 	  echo; echo "# $$c: kubectl -n default get deployments -L app.oam.dev/name,app.oam.dev/revision"; \
 	  $(KUBECTL) --kubeconfig $(LOCAL_DIR)/$$c.kubeconfig -n default get deployments -L app.oam.dev/name,app.oam.dev/revision || exit 1; \

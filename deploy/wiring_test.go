@@ -90,7 +90,7 @@ func TestAgentDeploymentsReadTheHubKubeconfigSecret(t *testing.T) {
 }
 
 // The clusteradm overlay runs in the klusterlet's namespace and leaves what the klusterlet owns
-// alone: the namespace itself and the AppliedManifestWork CRD.
+// alone: the namespace itself and the AppliedManifestWork and ClusterClaim CRDs.
 func TestClusteradmOverlayUsesTheKlusterletNamespace(t *testing.T) {
 	_, objs := render(t, "agent/clusteradm")
 	for _, o := range objs {

@@ -22,6 +22,7 @@ hub=(
   cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml
 )
 spoke=(
+  cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml
   work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml
 )
 # The ManifestWorkReplicaSet, which `work manager` (OCM's work hub controller) rolls out.

@@ -31,7 +31,7 @@ func TestHubAndSpokeCRDs(t *testing.T) {
 	if got := names(hub); !slices.Equal(got, wantHub) {
 		t.Errorf("hub CRDs = %v, want %v", got, wantHub)
 	}
-	if got, want := names(spoke), []string{"appliedmanifestworks.work.open-cluster-management.io"}; !slices.Equal(got, want) {
+	if got, want := names(spoke), []string{"appliedmanifestworks.work.open-cluster-management.io", "clusterclaims.cluster.open-cluster-management.io"}; !slices.Equal(got, want) {
 		t.Errorf("spoke CRDs = %v, want %v", got, want)
 	}
 }

@@ -46,6 +46,6 @@ func newCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	status.AddCommand(newStatusAppConfigCommand(conn), newStatusWorkCommand(conn))
-	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn))
+	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn), newRenderCommand(conn))
 	return cmd
 }

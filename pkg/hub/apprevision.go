@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/apprevision"
 )
 
 // An application revision is what the hub renders for an AppConfig before any cluster is known — the
@@ -29,22 +30,10 @@ import (
 // revision and that cluster's facts (clusterWorks).
 const (
 	// LabelAppRevisionHash, on an application revision, is its hash.
-	LabelAppRevisionHash = "ferry.io/app-spec-hash"
+	LabelAppRevisionHash = apprevision.LabelHash
 	// AppRevisionsKept is how many application revisions are kept besides the stable and the wanted one.
 	AppRevisionsKept = 10
 )
-
-// appRevision is what an application revision holds.
-type appRevision struct {
-	// Spec of the ManifestWork on every cluster.
-	Spec workv1.ManifestWorkSpec `json:"spec"`
-	// RevisionEnabled names, for each component with a revision-enabled trait, the component revision
-	// rendered: the workloads of its earlier revisions stay in the works beside it (KeepEarlierRevisions).
-	RevisionEnabled map[string]string `json:"revisionEnabled,omitempty"`
-	// Overrides of the AppConfig, and the hash of Spec they apply to, when it has overrides.
-	Overrides []v1alpha2.Override `json:"overrides,omitempty"`
-	SpecHash  string              `json:"specHash,omitempty"`
-}
 
 // revisionBase is one revision of the application as deliver writes it.
 type revisionBase struct {
@@ -106,7 +95,7 @@ func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []Render
 
 // buildAppRevision is revision number n of app, holding base.
 func buildAppRevision(app *v1alpha2.ApplicationConfiguration, base *revisionBase, n int64) (*appsv1.ControllerRevision, error) {
-	data := appRevision{Spec: base.Work.Spec}
+	data := apprevision.Data{Spec: base.Work.Spec}
 	if len(base.Overrides) > 0 {
 		data.Overrides, data.SpecHash = base.Overrides, base.Work.Annotations[AnnotationSpecHash]
 	}
@@ -202,9 +191,9 @@ func (r *AppConfigReconciler) loadAppRevision(ctx context.Context, app *v1alpha2
 	if rev.Labels[LabelAppConfigName] != app.Name || rev.Labels[LabelAppConfigNamespace] != app.Namespace {
 		return nil, fmt.Errorf("ControllerRevision %s/%s is not a revision of AppConfig %s", app.Namespace, name, app.Name)
 	}
-	data := appRevision{}
-	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
-		return nil, fmt.Errorf("decode application revision %s: %w", name, err)
+	data, err := apprevision.Decode(rev)
+	if err != nil {
+		return nil, err
 	}
 	base := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{Name: ManifestWorkName(app),

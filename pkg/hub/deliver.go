@@ -129,7 +129,7 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		if have != nil && upToDate(have, want) {
 			continue // the steady state of a fleet: nothing to write
 		}
-		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: want.Name}, have, want.Annotations[AnnotationSpecHash], now) {
+		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: want.Name}, have, writtenAs(want), now) {
 			round.out.pending = true // written moments ago; the cache shows the work from before
 			continue
 		}
@@ -189,7 +189,7 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, want *workv1.
 		if uid == "" && have != nil {
 			uid = have.UID
 		}
-		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, mw.Annotations[AnnotationSpecHash], uid, time.Now())
+		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, writtenAs(mw), uid, time.Now())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -341,16 +341,20 @@ type jsonPatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// workPatch builds the JSON patch that gives have (as the cache shows it) want's spec, labels and spec
-// hash, and no other change. It holds without a resourceVersion, whatever status was written since:
-// the spec is replaced whole (so nothing of an older spec survives, even if the cache is behind an
-// earlier write of the hub's), labels and annotations are set key by key (others' keys stay), and a
-// test of the UID makes sure the work patched is the one the cache showed as app's.
+// workPatch builds the JSON patch that gives have (as the cache shows it) want's spec, labels, spec
+// hash and revision, and no other change. It holds without a resourceVersion, whatever status was
+// written since: the spec, when its hash changes, is replaced whole (so nothing of an older spec
+// survives, even if the cache is behind an earlier write of the hub's), labels and annotations are set
+// key by key (others' keys stay), and a test of the UID makes sure the work patched is the one the
+// cache showed as app's.
 // AnnotationRevisionSince is set to now when the spec hash changes.
 func workPatch(have, want *workv1.ManifestWork, now time.Time) ([]byte, error) {
-	ops := []jsonPatchOp{
-		{Op: "test", Path: "/metadata/uid", Value: string(have.UID)},
-		{Op: "add", Path: "/spec", Value: want.Spec},
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: string(have.UID)}}
+	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+		// Else the stored spec is want's already, up to the AppConfig generation its objects are
+		// stamped with (see setSpecHash): new labels or a new revision of the same render (a cluster
+		// no changed override selects) give the agent nothing to apply again.
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec", Value: want.Spec})
 	}
 	set := func(field string, current map[string]string, values map[string]string) {
 		if len(values) == 0 {
@@ -409,9 +413,12 @@ func setSpecHash(mw *workv1.ManifestWork, generation int64) error {
 	return nil
 }
 
-// upToDate reports whether have carries want's spec (by its hash) and labels.
+// upToDate reports whether have carries want's spec (by its hash), revision and labels. The revision
+// is compared on its own: a cluster no override selects keeps its spec from one revision to the next
+// when only the overrides changed, and a rollout reads which revision it is at.
 func upToDate(have, want *workv1.ManifestWork) bool {
-	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] {
+	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] ||
+		v1alpha2.WorkRevision(have.Annotations) != v1alpha2.WorkRevision(want.Annotations) {
 		return false
 	}
 	for k, v := range want.Labels {
@@ -420,6 +427,12 @@ func upToDate(have, want *workv1.ManifestWork) bool {
 		}
 	}
 	return true
+}
+
+// writtenAs is what a write of mw gives the stored work, as recentWorkWrites tells writes apart: its
+// spec (by hash) and its revision, which may change alone (see upToDate).
+func writtenAs(mw *workv1.ManifestWork) string {
+	return mw.Annotations[AnnotationSpecHash] + "@" + v1alpha2.WorkRevision(mw.Annotations)
 }
 
 // storedWork reads the ManifestWork named like want from the API server, past the cache, and makes sure

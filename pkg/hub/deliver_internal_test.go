@@ -75,6 +75,9 @@ func TestWorkPatchGivesTheStoredWorkExactlyTheWantedSpec(t *testing.T) {
 		if patched.Labels["ferry.io/placement"] != "edge" {
 			t.Errorf("labels %v lack the new one", patched.Labels)
 		}
+		if !reflect.DeepEqual(patched.Spec, cached.Spec) {
+			t.Errorf("the spec was written with its hash unchanged: %+v", patched.Spec)
+		}
 	})
 	t.Run("the same revision rendered again for its cluster", func(t *testing.T) {
 		// A cluster's facts changed: its spec is new, its revision is not, and neither is the revision's start.
@@ -204,5 +207,35 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	o.forgetOld(app, t0.Add(ownWriteFresh))
 	if len(o.byApp) != 0 {
 		t.Errorf("old writes kept: %v", o.byApp)
+	}
+}
+
+// A work is up to date when it carries the wanted spec, revision and labels: a cluster no override
+// selects keeps its spec when only the overrides change, and still moves to the new revision.
+func TestUpToDateComparesSpecRevisionAndLabels(t *testing.T) {
+	work := func(spec, revision string, labels map[string]string) *workv1.ManifestWork {
+		mw := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnotationSpecHash: spec}}}
+		if revision != "" {
+			mw.Annotations[AnnotationRevisionHash] = revision
+		}
+		return mw
+	}
+	app := map[string]string{LabelAppConfigName: "shop"}
+	for _, c := range []struct {
+		name       string
+		have, want *workv1.ManifestWork
+		upToDate   bool
+	}{
+		{"same spec, no overrides", work("s1", "", app), work("s1", "", app), true},
+		{"same spec and revision", work("s1", "r1", app), work("s1", "r1", app), true},
+		{"a new spec", work("s1", "r1", app), work("s2", "r1", app), false},
+		{"the same spec of another revision", work("s1", "r1", app), work("s1", "r2", app), false},
+		{"overrides gone: the spec is the revision", work("s1", "r1", app), work("s1", "", app), false},
+		{"the revision named, as it was implied", work("s1", "", app), work("s1", "s1", app), true},
+		{"a label missing", work("s1", "", nil), work("s1", "", app), false},
+	} {
+		if got := upToDate(c.have, c.want); got != c.upToDate {
+			t.Errorf("%s: upToDate = %t, want %t", c.name, got, c.upToDate)
+		}
 	}
 }

@@ -1,9 +1,14 @@
 package hub_test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,6 +111,15 @@ func TestOverridesGiveEachClusterItsOwnRender(t *testing.T) {
 	f.waitWork(eu2, "shop", "carrying its region's registry", func(mw *workv1.ManifestWork) bool {
 		return workCarries(mw, "registry.eu.example.com/library/nginx:1")
 	})
+	// cluster1's render did not change with the overrides it is not selected by: its work says it
+	// carries the new revision (what a rollout reads) without a new spec for its agent to apply.
+	moved := f.waitWork("cluster1", "shop", "at the new revision", func(mw *workv1.ManifestWork) bool {
+		return v1alpha2.WorkRevision(mw.Annotations) != rev
+	})
+	if moved.Generation != w1.Generation || moved.Annotations[hub.AnnotationSpecHash] != w1.Annotations[hub.AnnotationSpecHash] {
+		t.Errorf("cluster1's work went from generation %d, spec %s to %d, %s; want its spec unchanged",
+			w1.Generation, w1.Annotations[hub.AnnotationSpecHash], moved.Generation, moved.Annotations[hub.AnnotationSpecHash])
+	}
 }
 
 // setClaim sets a ClusterClaim in a ManagedCluster's status, as its registration agent reports it; the
@@ -127,4 +141,88 @@ func (f *fixture) setClaim(cluster, name, value string) {
 		}
 	}
 	f.editCluster(cluster, fmt.Sprintf("claim %s=%q", name, value), true, set(value), set(""))
+}
+
+// An edit of the overrides is a new revision like any other: under spec.rollout it reaches the canary
+// first and the rest once approved, each cluster keeping what the overrides make of it; an override
+// that breaks the canary halts the rollout, and the rollback gives the canary the stable revision's
+// render again, overrides included.
+func TestAnOverrideEditRollsOutStageByStageAndRollsBack(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
+	app.Spec.Rollout = &v1alpha2.Rollout{
+		Stages:        []v1alpha2.RolloutStage{{Name: "canary", Clusters: []string{"cluster1"}}, {Name: "rest", RequireApproval: true}},
+		RolloutConfig: v1alpha2.RolloutConfig{MinSuccessTime: &metav1.Duration{Duration: time.Second}},
+		OnFailure:     v1alpha2.RolloutFailureRollback,
+	}
+	twoOnCluster2 := v1alpha2.Override{Name: "two-on-cluster2", Clusters: []string{"cluster2"}, Patches: []v1alpha2.ObjectPatch{
+		{Target: v1alpha2.ObjectTarget{Kind: "Deployment", Name: "web"}, MergePatch: &runtime.RawExtension{Raw: []byte(`{"spec":{"replicas":2}}`)}}}}
+	app.Spec.Overrides = []v1alpha2.Override{twoOnCluster2}
+	f.createApp(app)
+	inPhase := func(p v1alpha2.RolloutPhase, not ...string) func(*v1alpha2.ApplicationConfiguration) bool {
+		return func(a *v1alpha2.ApplicationConfiguration) bool {
+			ro := a.Status.Rollout
+			return ro != nil && ro.Phase == p && !slices.Contains(not, ro.Revision)
+		}
+	}
+	approve := func(revision string) {
+		f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+			metav1.SetMetaDataAnnotation(&a.ObjectMeta, v1alpha2.AnnotationRolloutApprovals, revision+"=rest")
+		})
+	}
+	replicas := func(cluster string, want int32, image string) {
+		t.Helper()
+		f.waitDeployment(cluster, "web", fmt.Sprintf("%d replicas of %s", want, image), func(d *appsv1.Deployment) bool {
+			return d.Spec.Replicas != nil && *d.Spec.Replicas == want && d.Spec.Template.Spec.Containers[0].Image == image
+		})
+	}
+
+	rev1 := f.waitApp("web", "first revision waiting for approval", inPhase(v1alpha2.RolloutWaitingForApproval)).Status.Rollout.Revision
+	approve(rev1)
+	f.waitApp("web", "first revision complete", inPhase(v1alpha2.RolloutComplete))
+	replicas("cluster1", 1, "nginx:1")
+	replicas("cluster2", 2, "nginx:1")
+
+	// A new tag for every cluster, by an override: the canary first, cluster2 once approved, with its
+	// two replicas still.
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Overrides = append(a.Spec.Overrides, v1alpha2.Override{Name: "tag", Image: &v1alpha2.ImageOverride{Tag: "2"}})
+	})
+	rev2 := f.waitApp("web", "the override edit waiting for approval", inPhase(v1alpha2.RolloutWaitingForApproval, rev1)).Status.Rollout.Revision
+	replicas("cluster1", 1, "nginx:2")
+	if got, err := f.carriedRevision(t.Context(), app, "cluster2"); err != nil || got != rev1 {
+		t.Fatalf("cluster2 carries %s (%v) before its stage is approved, want %s", got, err, rev1)
+	}
+	approve(rev2)
+	f.waitApp("web", "the override edit complete", func(a *v1alpha2.ApplicationConfiguration) bool {
+		return inPhase(v1alpha2.RolloutComplete)(a) && a.Status.Rollout.StableRevision == rev2
+	})
+	replicas("cluster2", 2, "nginx:2")
+
+	// An override whose pods no node takes on the canary, three seconds to make progress: halted, and
+	// rolled back to rev2 as it was rendered for cluster1.
+	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Overrides = append(a.Spec.Overrides, v1alpha2.Override{Name: "nowhere", Clusters: []string{"cluster1"}, Patches: []v1alpha2.ObjectPatch{
+			{Target: v1alpha2.ObjectTarget{Kind: "Deployment", Name: "web"}, MergePatch: &runtime.RawExtension{Raw: []byte(
+				`{"spec":{"progressDeadlineSeconds":3,"template":{"spec":{"nodeSelector":{"ferry.io/test-no-such-node":"true"}}}}}`)}}}})
+	})
+	back := f.waitApp("web", "rolled back", inPhase(v1alpha2.RolloutRolledBack, rev1, rev2))
+	if ro := back.Status.Rollout; ro.StableRevision != rev2 || len(ro.Failures) != 1 || ro.Failures[0].Cluster != "cluster1" {
+		t.Fatalf("rollout once rolled back: %+v, want cluster1 failed and %s stable", ro, rev2)
+	}
+	f.eventually("cluster1 back at "+rev2, func(ctx context.Context) (bool, error) {
+		got, err := f.carriedRevision(ctx, app, "cluster1")
+		return got == rev2, err
+	})
+	d := f.waitDeployment("cluster1", "web", "without the failed override's node selector", func(d *appsv1.Deployment) bool {
+		return d.Spec.Template.Spec.NodeSelector == nil
+	})
+	if image(d) != "nginx:2" || *d.Spec.Replicas != 1 {
+		t.Errorf("cluster1's Deployment after the rollback: %s × %d, want rev2's nginx:2 × 1", image(d), *d.Spec.Replicas)
+	}
+	if got, err := f.carriedRevision(t.Context(), app, "cluster2"); err != nil || got != rev2 {
+		t.Errorf("cluster2 carries %s (%v), want %s: a failed canary leaves it alone", got, err, rev2)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/override"
 )
 
 // ClusterLister returns the hub's ManagedClusters, read only.
@@ -152,18 +152,5 @@ func decisionGroups(ctx context.Context, c client.Reader, app *v1alpha2.Applicat
 		client.MatchingLabels{clusterv1beta1.PlacementLabel: p.PlacementRef.Name}); err != nil {
 		return nil, fmt.Errorf("list PlacementDecisions of Placement %s: %w", p.PlacementRef.Name, err)
 	}
-	out := map[string][]string{}
-	for _, d := range decisions.Items {
-		var groups []string
-		if name := d.Labels[clusterv1beta1.DecisionGroupNameLabel]; name != "" {
-			groups = append(groups, name)
-		}
-		if index, err := strconv.Atoi(d.Labels[clusterv1beta1.DecisionGroupIndexLabel]); err == nil {
-			groups = append(groups, strconv.Itoa(index))
-		}
-		for _, dec := range d.Status.Decisions {
-			out[dec.ClusterName] = append(out[dec.ClusterName], groups...)
-		}
-	}
-	return out, nil
+	return override.DecisionGroups(decisions.Items), nil
 }

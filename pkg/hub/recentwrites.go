@@ -15,10 +15,10 @@ import (
 // and a work it deletes is forgotten at once.
 const ownWriteFresh = 30 * time.Second
 
-// ownWrite is a ManifestWork write of this hub's: the spec hash written, when, whether it created the
-// work, and the UID of the work written.
+// ownWrite is a ManifestWork write of this hub's: what it wrote (writtenAs: the spec hash and the
+// revision), when, whether it created the work, and the UID of the work written.
 type ownWrite struct {
-	hash    string
+	written string
 	at      time.Time
 	created bool
 	uid     types.UID
@@ -35,10 +35,10 @@ type recentWorkWrites struct {
 	byApp map[types.NamespacedName]map[types.NamespacedName]ownWrite
 }
 
-// record remembers that work was written with hash, created when the cache showed none (have nil); uid
-// is the written work's.
-func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, uid types.UID, now time.Time) {
-	w := ownWrite{hash: hash, at: now, created: have == nil, uid: uid}
+// record remembers that work was written as written (writtenAs), created when the cache showed none
+// (have nil); uid is the written work's.
+func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.ManifestWork, written string, uid types.UID, now time.Time) {
+	w := ownWrite{written: written, at: now, created: have == nil, uid: uid}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.byApp == nil {
@@ -50,18 +50,19 @@ func (o *recentWorkWrites) record(app, work types.NamespacedName, have *workv1.M
 	o.byApp[app][work] = w
 }
 
-// unseen reports whether this hub wrote work with hash less than ownWriteFresh ago, so that have, the
+// unseen reports whether this hub wrote work as written less than ownWriteFresh ago, so that have, the
 // work as the cache shows it, is from before that write: the cache is behind (any version of the work,
-// also one the agent wrote the status of since, shows another hash), or has not shown the created work
-// yet (nil). A work the cache shows gone after an update is not unseen: someone deleted it.
+// also one the agent wrote the status of since, shows another spec hash or revision), or has not shown
+// the created work yet (nil). A work the cache shows gone after an update is not unseen: someone
+// deleted it.
 //
-// The hash, not the resourceVersion, says which write the cache shows: the agents write the works'
+// The hashes, not the resourceVersion, say which write the cache shows: the agents write the works'
 // status all the while, and a cache catching up with one of those writes is still behind the hub's.
-func (o *recentWorkWrites) unseen(app, work types.NamespacedName, have *workv1.ManifestWork, hash string, now time.Time) bool {
+func (o *recentWorkWrites) unseen(app, work types.NamespacedName, have *workv1.ManifestWork, written string, now time.Time) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	w, ok := o.byApp[app][work]
-	if !ok || w.hash != hash || now.Sub(w.at) >= ownWriteFresh {
+	if !ok || w.written != written || now.Sub(w.at) >= ownWriteFresh {
 		return false
 	}
 	return have != nil || w.created

@@ -291,5 +291,5 @@ func (f *fixture) carriedRevision(ctx context.Context, app *v1alpha2.Application
 	if err != nil {
 		return "", err
 	}
-	return hub.AppRevisionName(app, mw.Annotations[hub.AnnotationSpecHash]), nil
+	return hub.AppRevisionName(app, v1alpha2.WorkRevision(mw.Annotations)), nil
 }

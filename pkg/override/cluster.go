@@ -3,10 +3,12 @@ package override
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
@@ -55,4 +57,23 @@ func Selects(o *v1alpha2.Override, c Cluster) (bool, error) {
 		return false, &Error{Override: o.Name, Cluster: c.Name, Err: fmt.Errorf("clusterSelector: %w", err)}
 	}
 	return selector.Matches(labels.Set(c.Labels)), nil
+}
+
+// DecisionGroups are the decision groups each cluster of a Placement's decisions is in, by name and by
+// index (the labels of the PlacementDecisions holding it), by cluster name.
+func DecisionGroups(decisions []clusterv1beta1.PlacementDecision) map[string][]string {
+	out := map[string][]string{}
+	for _, d := range decisions {
+		var groups []string
+		if name := d.Labels[clusterv1beta1.DecisionGroupNameLabel]; name != "" {
+			groups = append(groups, name)
+		}
+		if index, err := strconv.Atoi(d.Labels[clusterv1beta1.DecisionGroupIndexLabel]); err == nil {
+			groups = append(groups, strconv.Itoa(index))
+		}
+		for _, dec := range d.Status.Decisions {
+			out[dec.ClusterName] = append(out[dec.ClusterName], groups...)
+		}
+	}
+	return out
 }

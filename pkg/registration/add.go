@@ -71,7 +71,7 @@ func Add(ctx context.Context, hub *rest.Config, o AddOptions) (*Credential, erro
 	}
 	r := &registrar{kube: kube, clusters: clusters, o: o}
 	for _, step := range []func(context.Context) error{
-		r.ensureClusterRole, r.ensureClusterSet, r.ensureManagedCluster, r.ensureNamespace, r.ensureAgentIdentity, r.ensureLease,
+		r.ensureClusterRole, r.ensureClusterSet, r.ensureManagedCluster, r.ensureNamespace, r.ensureAgentIdentity, r.ensureClusterStatusRole, r.ensureLease,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, err
@@ -244,6 +244,31 @@ func (r *registrar) ensureAgentIdentity(ctx context.Context) error {
 	}
 	if _, err := r.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create token Secret %s/%s: %w", ns, secret.Name, err)
+	}
+	return nil
+}
+
+// ensureClusterStatusRole lets the agent read its ManagedCluster and patch its status, where it reports
+// the cluster's ClusterClaims, as OCM's registration agent may: on that ManagedCluster alone.
+func (r *registrar) ensureClusterStatusRole(ctx context.Context) error {
+	name, cluster := AgentClusterStatusRole(r.o.Name), r.o.Name
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ferryLabels()},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{clusterv1.GroupName}, Resources: []string{"managedclusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
+			{APIGroups: []string{clusterv1.GroupName}, Resources: []string{"managedclusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
+		},
+	}
+	if _, err := r.kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ClusterRole %s: %w", name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ferryLabels()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: AgentServiceAccount, Namespace: cluster}},
+	}
+	if _, err := r.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ClusterRoleBinding %s: %w", name, err)
 	}
 	return nil
 }

@@ -42,6 +42,11 @@ const (
 	DefaultClusterSet = "default"
 )
 
+// AgentClusterStatusRole is the name of the ClusterRole, and of its ClusterRoleBinding, that let the
+// agent of cluster read its ManagedCluster and write its status (the ClusterClaims the agent reports):
+// the agent's one right outside its cluster's namespace, on that one object.
+func AgentClusterStatusRole(cluster string) string { return "ferry:agent:" + cluster }
+
 // LeaseDuration is how often the agent renews lease: its spec.leaseDurationSeconds, or the default.
 func LeaseDuration(lease *coordinationv1.Lease) time.Duration {
 	if lease != nil && lease.Spec.LeaseDurationSeconds != nil && *lease.Spec.LeaseDurationSeconds > 0 {

@@ -2,9 +2,12 @@ package registration_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,14 +16,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -85,7 +92,19 @@ func TestAddGivesACredentialLimitedToTheClusterNamespace(t *testing.T) {
 	if _, err := kube.CoordinationV1().Leases("c1").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("c1's agent renews its Lease: %v", err)
 	}
+	// Its own ManagedCluster: read it, and patch its status, where it reports the cluster's claims.
+	agentClusters := clusterclient.NewForConfigOrDie(cfg).ClusterV1().ManagedClusters()
+	if _, err := agentClusters.Get(ctx, "c1", metav1.GetOptions{}); err != nil {
+		t.Errorf("c1's agent reads its ManagedCluster: %v", err)
+	}
+	claims := []byte(`{"status":{"clusterClaims":[{"name":"id.k8s.io","value":"c1"}]}}`)
+	if _, err := agentClusters.Patch(ctx, "c1", types.MergePatchType, claims, metav1.PatchOptions{}, "status"); err != nil {
+		t.Errorf("c1's agent patches its ManagedCluster's status: %v", err)
+	}
 	refused := map[string]error{}
+	_, refused["patch c2's ManagedCluster status"] = agentClusters.Patch(ctx, "c2", types.MergePatchType, claims, metav1.PatchOptions{}, "status")
+	_, refused["patch its ManagedCluster's spec"] = agentClusters.Patch(ctx, "c1", types.MergePatchType, []byte(`{"spec":{"hubAcceptsClient":false}}`), metav1.PatchOptions{})
+	_, refused["get c2's ManagedCluster"] = agentClusters.Get(ctx, "c2", metav1.GetOptions{})
 	_, refused["list c2's ManifestWorks"] = works.ManifestWorks("c2").List(ctx, metav1.ListOptions{})
 	_, refused["get c2's Lease"] = kube.CoordinationV1().Leases("c2").Get(ctx, registration.LeaseName, metav1.GetOptions{})
 	_, refused["list Secrets of c1"] = kube.CoreV1().Secrets("c1").List(ctx, metav1.ListOptions{})
@@ -149,6 +168,9 @@ func TestAddIsIdempotentRefusesOthersClustersAndRemoveRevokes(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("c1's token still authenticates after remove: %v", err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, registration.AgentClusterStatusRole("c1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the agent's ClusterRoleBinding on its ManagedCluster after remove: %v, want gone", err)
 	}
 	if err := registration.Remove(ctx, e.Hub.Config, "c1"); err != nil {
 		t.Errorf("removing c1 twice: %v, want nothing to do", err)
@@ -214,25 +236,7 @@ func TestAgentLeaseMakesTheClusterAvailableAndItsStopUnknown(t *testing.T) {
 	}
 	statusWrites := startAvailabilityController(t, e.Hub.Config)
 
-	dir := filepath.Join(t.TempDir(), "hub-kubeconfig")
-	if err := cred.WriteDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := process.NewOptions()
-	o.HubKubeconfigDir = dir
-	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LeaderElectionNamespace = "kube-system"
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	agentCtx, stopAgent := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- process.Run(agentCtx, o) }()
-	t.Cleanup(func() { stopAgent(); <-done })
+	stopAgent := runAgent(t, e, cred)
 
 	clusters := clusterclient.NewForConfigOrDie(e.Hub.Config).ClusterV1().ManagedClusters()
 	waitForCondition := func(what string, timeout time.Duration, want map[string]metav1.ConditionStatus) *clusterv1.ManagedCluster {
@@ -269,10 +273,6 @@ func TestAgentLeaseMakesTheClusterAvailableAndItsStopUnknown(t *testing.T) {
 	}
 
 	stopAgent()
-	if err := <-done; err != nil {
-		t.Errorf("agent: %v", err)
-	}
-	done <- nil // for the cleanup
 	stopped := time.Now()
 	mc := waitForCondition("c1 Unknown after its agent stopped", 30*time.Second, map[string]metav1.ConditionStatus{
 		clusterv1.ManagedClusterConditionJoined:    metav1.ConditionTrue,
@@ -283,6 +283,122 @@ func TestAgentLeaseMakesTheClusterAvailableAndItsStopUnknown(t *testing.T) {
 		t.Errorf("Available Unknown says %s: %s", c.Reason, c.Message)
 	}
 	t.Logf("Available Unknown %s after the agent stopped (lease 1s, grace %ds)", time.Since(stopped).Round(100*time.Millisecond), registration.LeaseGraceTimes)
+}
+
+// runAgent runs ferry-agent's process for the spoke with cred, as deploy/agent/spoke runs it, until
+// the test ends or the function returned is called.
+func runAgent(t *testing.T, e *localcluster.Environment, cred *registration.Credential) (stop func()) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hub-kubeconfig")
+	if err := cred.WriteDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := process.NewOptions()
+	o.HubKubeconfigDir = dir
+	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.LeaderElectionNamespace = "kube-system"
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- process.Run(ctx, o) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	t.Cleanup(stop)
+	return stop
+}
+
+// On a cluster `clusters add` registered, no registration agent runs: ferry-agent reports the spoke's
+// ClusterClaims in the ManagedCluster's status as OCM's registration agent would — the reserved ones
+// first, then the others by name, none marked spoke-only — follows their changes, and writes nothing
+// while they do not change.
+func TestAgentReportsTheClustersClaimsWhereFerryRegisteredIt(t *testing.T) {
+	e := startEnv(t)
+	ctx := t.Context()
+	cred, err := registration.Add(ctx, e.Hub.Config, registration.AddOptions{Name: "c1", LeaseDurationSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spokeClaims := clusterclient.NewForConfigOrDie(e.Spoke("spoke").Config).ClusterV1alpha1().ClusterClaims()
+	claim := func(name, value string, labels map[string]string) {
+		t.Helper()
+		c := &clusterv1alpha1.ClusterClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: clusterv1alpha1.ClusterClaimSpec{Value: value}}
+		if _, err := spokeClaims.Create(ctx, c, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("region.example.com", "eu", nil)
+	claim("id.k8s.io", "c1-4f2a", nil)
+	claim("secret.example.com", "spoke only", map[string]string{"open-cluster-management.io/spoke-only": ""})
+	writes := countStatusWrites(t, e.Hub.Config, "c1")
+	runAgent(t, e, cred)
+
+	clusters := clusterclient.NewForConfigOrDie(e.Hub.Config).ClusterV1().ManagedClusters()
+	waitClaims := func(what, want string) {
+		t.Helper()
+		var got string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			mc, err := clusters.Get(ctx, "c1", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			got = fmt.Sprint(mc.Status.ClusterClaims)
+			return got == want, nil
+		})
+		if err != nil {
+			t.Fatalf("%s: claims %s, want %s: %v", what, got, want, err)
+		}
+	}
+	waitClaims("the spoke's claims reported", "[{id.k8s.io c1-4f2a} {region.example.com eu}]")
+	c, err := spokeClaims.Get(ctx, "region.example.com", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Spec.Value = "us"
+	if _, err := spokeClaims.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitClaims("a changed claim followed", "[{id.k8s.io c1-4f2a} {region.example.com us}]")
+
+	// Nothing changes: nothing is written. The Lease renewals of the same agent go on meanwhile.
+	before := writes.Load()
+	leaseRenewals(t, e.Hub.Config, 2)
+	if w := writes.Load() - before; w != 0 {
+		t.Errorf("%d writes of c1's status while its claims did not change; want 0", w)
+	}
+	if before != 2 {
+		t.Errorf("%d writes of c1's status for one report and one change; want 2", before)
+	}
+}
+
+// countStatusWrites counts, from now on, the writes of cluster's ManagedCluster status on the hub, by
+// watching it.
+func countStatusWrites(t *testing.T, hubConfig *rest.Config, cluster string) *atomic.Int64 {
+	var writes atomic.Int64
+	lw := cache.NewListWatchFromClient(clusterclient.NewForConfigOrDie(hubConfig).ClusterV1().RESTClient(), "managedclusters", "",
+		fields.OneTermEqualSelector("metadata.name", cluster))
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &clusterv1.ManagedCluster{},
+		Handler: cache.ResourceEventHandlerFuncs{UpdateFunc: func(old, mc any) {
+			if !reflect.DeepEqual(old.(*clusterv1.ManagedCluster).Status, mc.(*clusterv1.ManagedCluster).Status) {
+				writes.Add(1)
+			}
+		}}})
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go informer.Run(stop)
+	if !cache.WaitForCacheSync(stop, informer.HasSynced) {
+		t.Fatal("the watch of ManagedCluster " + cluster + " did not sync")
+	}
+	return &writes
 }
 
 // leaseRenewals waits until the agent renewed c1's Lease n more times and returns n.

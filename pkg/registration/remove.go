@@ -42,6 +42,14 @@ func Remove(ctx context.Context, hub *rest.Config, name string) error {
 			return fmt.Errorf("delete ManagedCluster %s: %w", name, err)
 		}
 	}
+	// The agent's right on the ManagedCluster's status: cluster-scoped, gone with neither the
+	// ManagedCluster nor the namespace.
+	if err := ignoreNotFound(kube.RbacV1().ClusterRoleBindings().Delete(ctx, AgentClusterStatusRole(name), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("delete ClusterRoleBinding %s: %w", AgentClusterStatusRole(name), err)
+	}
+	if err := ignoreNotFound(kube.RbacV1().ClusterRoles().Delete(ctx, AgentClusterStatusRole(name), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("delete ClusterRole %s: %w", AgentClusterStatusRole(name), err)
+	}
 	ns, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil

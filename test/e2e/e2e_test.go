@@ -303,6 +303,18 @@ func TestApplicationAndManifestWorkThroughTheRealBinaries(t *testing.T) {
 		if got := image(s); got != "nginx:1.27.1" {
 			t.Errorf("%s: Deployment hello-web image %q, want the AppConfig's parameter nginx:1.27.1", s.name, got)
 		}
+		// The example's override: cluster2 runs three replicas, cluster1 the parameter's two.
+		want := int64(2)
+		if s.name == "cluster2" {
+			want = 3
+		}
+		d, err := s.get(t, deploymentGVK, "default", "hello-web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); got != want {
+			t.Errorf("%s: Deployment hello-web has %d replicas, want %d", s.name, got, want)
+		}
 	}
 	eventually(t, "ManifestWork hello applied on cluster1", time.Minute, func(context.Context) (bool, error) {
 		w, err := hub.get(t, workGVK, "cluster1", "hello")

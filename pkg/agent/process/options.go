@@ -42,6 +42,8 @@ const (
 	flagDisableLeaderElection  = "disable-leader-election"
 	flagCloudEventsClientID    = "cloudevents-client-id"
 	flagCloudEventsClientCodec = "cloudevents-client-codecs"
+	// OCM's registration agent's, for the ClusterClaims ferry-agent reports where none runs.
+	flagMaxCustomClusterClaims = "max-custom-cluster-claims"
 
 	// OCM's agents serve health over HTTPS (library-go's controller command).
 	flagListen          = "listen"
@@ -134,6 +136,9 @@ type Options struct {
 	TerminateOnFiles []string
 	// MaxJSONRawLength is the longest JsonRaw status feedback value, in bytes.
 	MaxJSONRawLength int32
+	// MaxCustomClusterClaims is how many ClusterClaims besides the reserved ones are reported on a
+	// cluster ferry-hub registered (hubClaimsReporter).
+	MaxCustomClusterClaims int
 	// FeatureGates are OCM feature gates by name. RawFeedbackJsonString turns JsonRaw feedback on;
 	// the others of OCM's work agent change nothing here.
 	FeatureGates map[string]bool
@@ -239,6 +244,7 @@ func NewOptions() *Options {
 		PprofBindAddress:                       "0",
 		WorkloadSourceDriver:                   WorkloadSourceKube,
 		MaxJSONRawLength:                       1024, // OCM's default
+		MaxCustomClusterClaims:                 DefaultMaxCustomClusterClaims,
 		AppliedManifestWorkEvictionGracePeriod: agent.DefaultEvictionGracePeriod,
 		LeaderElectionLeaseDuration:            DefaultLeaderElectionLeaseDuration,
 		LeaderElectionRenewDeadline:            DefaultLeaderElectionRenewDeadline,
@@ -288,6 +294,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Files whose change ends the agent, for its supervisor (the kubelet) to start it again with them. Repeatable.")
 	fs.Int32Var(&o.MaxJSONRawLength, flagMaxJSONRawLength, o.MaxJSONRawLength,
 		"The longest JsonRaw status feedback value, in bytes (JsonRaw values need --"+flagFeatureGates+"="+FeatureRawFeedbackJSONString+"=true).")
+	fs.IntVar(&o.MaxCustomClusterClaims, flagMaxCustomClusterClaims, o.MaxCustomClusterClaims,
+		"On a cluster registered with ferry-hub clusters add, how many ClusterClaims besides the reserved ones (id.k8s.io, ...) ferry-agent reports in its ManagedCluster's status, the first by name, as OCM's registration agent does elsewhere.")
 	fs.StringToStringVar(&o.featureGates, flagFeatureGates, nil,
 		"OCM feature gates, name=true|false,...: "+FeatureRawFeedbackJSONString+" reports structured status feedback as JSON text; the work agent's other gates change nothing here.")
 	fs.DurationVar(&o.AppliedManifestWorkEvictionGracePeriod, flagEvictionGracePeriod, o.AppliedManifestWorkEvictionGracePeriod,

@@ -123,22 +123,28 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
 	}
-	// The hub hears the cluster is available once this agent leads and its caches are in sync.
+	claims, err := newHubClaimsReporter(o, hub, spoke, klog.FromContext(ctx).WithName("cluster-claims"))
+	if err != nil {
+		return err
+	}
+	// The hub hears the cluster is available, and what it claims, once this agent leads and its caches
+	// are in sync.
 	ctx, cancel := context.WithCancel(ctx)
 	synced := make(chan struct{})
 	var markSynced sync.Once
 	renewer := &hubLeaseRenewer{leases: hubKube.CoordinationV1().Leases(o.SpokeClusterName), holder: agentID,
 		log: klog.FromContext(ctx).WithName("hub-lease"), now: time.Now}
-	renewed := make(chan struct{})
-	go func() {
-		defer close(renewed)
-		select {
-		case <-synced:
-			renewer.run(ctx)
-		case <-ctx.Done():
-		}
-	}()
-	defer func() { cancel(); <-renewed }()
+	var hubReporters sync.WaitGroup
+	for _, report := range []func(context.Context){renewer.run, claims.run} {
+		hubReporters.Go(func() {
+			select {
+			case <-synced:
+				report(ctx)
+			case <-ctx.Done():
+			}
+		})
+	}
+	defer func() { cancel(); hubReporters.Wait() }()
 	return agent.Start(ctx, agent.Config{
 		ClusterName:         o.SpokeClusterName,
 		AgentID:             agentID,

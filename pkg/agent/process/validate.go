@@ -138,6 +138,9 @@ func (o *Options) Validate() error {
 	if o.MaxJSONRawLength < 1 {
 		return fmt.Errorf("--%s %d: must be at least 1", flagMaxJSONRawLength, o.MaxJSONRawLength)
 	}
+	if o.MaxCustomClusterClaims < 0 {
+		return fmt.Errorf("--%s %d: must be 0 or more", flagMaxCustomClusterClaims, o.MaxCustomClusterClaims)
+	}
 	switch {
 	case o.HubKubeconfig == "" && o.HubKubeconfigDir == "":
 		return fmt.Errorf("--%s or --%s is required", flagHubKubeconfig, flagHubKubeconfigDir)
