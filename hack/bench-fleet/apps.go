@@ -144,3 +144,32 @@ func appConfig(ns string, i int) *v1alpha2.ApplicationConfiguration {
 		},
 	}
 }
+
+// regions is how many regions --overrides spreads the clusters over, each with an override of its own
+// in every AppConfig.
+const regions = 3
+
+// regions is the clusters' regions: none without --overrides.
+func (o *options) regions() int {
+	if o.overrides {
+		return regions
+	}
+	return 0
+}
+
+// overrides are app-<i>'s with --overrides: one per region, selecting its clusters by their label and
+// giving web-<i> the registry <host>.<region>.example.com and every object the cluster's ID from its
+// ClusterClaim — a value of its own per cluster, so that no two clusters' works are alike.
+func overrides(i int, host string) []v1alpha2.Override {
+	out := make([]v1alpha2.Override, regions)
+	for r := range out {
+		region := fleetsim.RegionOf(r, regions)
+		out[r] = v1alpha2.Override{
+			Name:            region,
+			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{fleetsim.RegionLabel: region}},
+			Image:           &v1alpha2.ImageOverride{Component: componentName(i), Registry: host + ".${cluster.labels[" + fleetsim.RegionLabel + "]}.example.com"},
+			Annotations:     map[string]string{"example.com/cluster-id": "${cluster.claims[id.k8s.io]}"},
+		}
+	}
+	return out
+}

@@ -128,3 +128,66 @@ func (b *bench) waitHubIdle(ctx context.Context) error {
 			return !idleSince.IsZero() && time.Since(idleSince) >= hubIdleFor, nil
 		})
 }
+
+// changeOverride changes app-0's override of region-0 (another registry) and counts the works the hub
+// rewrites for it: app-0's works on region-0's clusters, and nothing else, is right. It waits as
+// changeComponent does.
+func (b *bench) changeOverride(ctx context.Context) error {
+	before := generations{}
+	b.tracker.Range(func(w *fleetsim.Work) { before[keyOf(w)] = w.Generation })
+	app := appName(0)
+	expected := map[types.NamespacedName]bool{}
+	for i, cluster := range b.clusters {
+		if fleetsim.RegionOf(i, regions) == fleetsim.RegionOf(0, regions) {
+			expected[types.NamespacedName{Namespace: cluster, Name: hub.ManifestWorkName(appConfig(b.o.appNamespace(0), 0))}] = true
+		}
+	}
+	writes0 := hubWrites(ctx, b.hubs)
+	start := time.Now()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a := &v1alpha2.ApplicationConfiguration{}
+		if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: app}, a); err != nil {
+			return err
+		}
+		a.Spec.Overrides[0] = overrides(0, "mirror")[0]
+		return b.client.Update(ctx, a)
+	})
+	if err != nil {
+		return fmt.Errorf("change the override of region-0 of AppConfig %s: %w", app, err)
+	}
+	rewritten := func() (selected, others int, last time.Time) {
+		b.tracker.Range(func(w *fleetsim.Work) {
+			switch key := keyOf(w); {
+			case w.Generation == before[key]:
+			case !expected[key]:
+				others++
+			default:
+				selected++
+				if w.Written.After(last) {
+					last = w.Written
+				}
+			}
+		})
+		return selected, others, last
+	}
+	progress := func() string {
+		selected, others, _ := rewritten()
+		return fmt.Sprintf("%d of %s's %d works on region-0 rewritten, %d others; ferry-hub wrote %.0f", selected, app, len(expected), others,
+			hubWrites(ctx, b.hubs)-writes0)
+	}
+	err = b.waitFor(ctx, fmt.Sprintf("every work of %s on region-0 rewritten", app), b.o.timeout, progress, func(context.Context) (bool, error) {
+		selected, _, _ := rewritten()
+		return selected >= len(expected), nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.waitHubIdle(ctx); err != nil {
+		return err
+	}
+	writes1 := hubWrites(ctx, b.hubs)
+	selected, others, last := rewritten()
+	b.res.OverrideChange = &ChangeResult{Expected: len(expected), Rewritten: selected + others, OfApp: selected, Others: others,
+		Seconds: last.Sub(start).Seconds(), HubWrites: writes1 - writes0}
+	return nil
+}

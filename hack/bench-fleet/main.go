@@ -52,6 +52,9 @@ type options struct {
 	// appConfigNamespaces (--appconfig-namespaces): each AppConfig and its Component in a namespace of
 	// its own.
 	appConfigNamespaces bool
+	// overrides (--overrides): every AppConfig with per-cluster overrides (overrides), and the
+	// override change phase.
+	overrides bool
 }
 
 func main() {
@@ -119,6 +122,9 @@ sweep-table prints several runs' JSON as one table.`,
 		"0: one set, global (LabelSelector {}: every cluster), bound in every AppConfig namespace. Either way every AppConfig reaches every cluster")
 	f.BoolVar(&o.appConfigNamespaces, "appconfig-namespaces", false, "put each AppConfig and its Component in a namespace of its own, "+namespace+"-<i>, "+
 		"instead of all in "+namespace+" (each namespace gets the bindings of every set)")
+	f.BoolVar(&o.overrides, "overrides", false, fmt.Sprintf("spread the clusters round-robin over %d regions (label %s=region-<k>) with the ClusterClaim id.k8s.io=<name>, "+
+		"give every AppConfig %d overrides, one per region, setting its region's registry and the cluster's ID from its claim, "+
+		"and after the Component change change app-0's override of region-0: only app-0's works on region-0's clusters are to be rewritten", regions, fleetsim.RegionLabel, regions))
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
 	// bench-fleet sweep-table FILE...: several runs' figures side by side (make bench-fleet FLEET_SWEEP=...).
 	cmd.AddCommand(newSweepTableCommand())

@@ -19,7 +19,7 @@ import (
 func (b *bench) register(ctx context.Context) error {
 	start := time.Now()
 	names, err := fleetsim.RegisterClusters(ctx, b.admin, fleetsim.ClusterOptions{Count: b.o.clusters, Concurrency: b.o.registerParallel,
-		ClusterSets: b.o.setNames()})
+		ClusterSets: b.o.setNames(), Regions: b.o.regions()})
 	if err != nil {
 		return err
 	}
@@ -83,6 +83,9 @@ func (b *bench) writeWorks(ctx context.Context) error {
 	for i := range b.o.appConfigs {
 		g.Go(func() error {
 			app := appConfig(b.o.appNamespace(i), i)
+			if b.o.overrides {
+				app.Spec.Overrides = overrides(i, "registry")
+			}
 			if err := b.client.Create(gctx, app); err != nil {
 				return fmt.Errorf("create AppConfig %s/%s: %w", app.Namespace, app.Name, err)
 			}

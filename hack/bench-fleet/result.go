@@ -22,7 +22,9 @@ type Result struct {
 	Degrade  *LagResult      `json:"degrade,omitempty"`
 	Heal     *LagResult      `json:"heal,omitempty"`
 	Change   *ChangeResult   `json:"componentChange,omitempty"`
-	Largest  *SizeResult     `json:"largestAppConfig,omitempty"`
+	// OverrideChange is --overrides': app-0's override of region-0 changed.
+	OverrideChange *ChangeResult `json:"overrideChange,omitempty"`
+	Largest        *SizeResult   `json:"largestAppConfig,omitempty"`
 	// RolloutSpec and Rollout are the rollout phases' (--rollout).
 	RolloutSpec *RolloutSpecResult `json:"rolloutSpec,omitempty"`
 	Rollout     *RolloutResult     `json:"rollout,omitempty"`
@@ -69,6 +71,9 @@ type Config struct {
 	ClusterSets         int    `json:"clusterSets"`
 	AppConfigNamespaces bool   `json:"appConfigNamespaces"`
 	Tenancy             string `json:"tenancy,omitempty"`
+	// Overrides is --overrides: every AppConfig with an override per region reading each cluster's
+	// labels and ClusterClaim.
+	Overrides bool `json:"overrides,omitempty"`
 }
 
 type RegisterResult struct {
@@ -110,9 +115,11 @@ type LagResult struct {
 	HubWrites        float64 `json:"hubWrites"`
 }
 
-// ChangeResult: web-0's image changed; which works the hub rewrote.
+// ChangeResult: web-0's image changed (or, OverrideChange, app-0's override of region-0); which works
+// the hub rewrote.
 type ChangeResult struct {
-	// Expected is N: every work of app-0.
+	// Expected is N: every work of app-0 (for the override, those on region-0's clusters; OfApp then
+	// counts those).
 	Expected int `json:"expected"`
 	// Rewritten counts the works whose generation changed; OfApp those of app-0, Others the rest.
 	Rewritten int `json:"rewritten"`
@@ -241,7 +248,7 @@ func newResult(o *options) *Result {
 	return &Result{Machine: machine(), Config: Config{
 		Clusters: o.clusters, AppConfigs: o.appConfigs, Works: o.clusters * o.appConfigs, StatusRate: o.statusRate,
 		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards, Rollout: o.rollout,
-		ClusterSets: o.clusterSets, AppConfigNamespaces: o.appConfigNamespaces, Tenancy: o.tenancy(),
+		ClusterSets: o.clusterSets, AppConfigNamespaces: o.appConfigNamespaces, Tenancy: o.tenancy(), Overrides: o.overrides,
 	}}
 }
 

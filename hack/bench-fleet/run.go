@@ -168,8 +168,11 @@ func (b *bench) run(ctx context.Context) error {
 		{"degrade", b.degrade},
 		{"heal", b.heal},
 		{"component change", b.changeComponent},
-		{"measure AppConfigs", b.measureAppConfigs},
 	}
+	if b.o.overrides {
+		steps = append(steps, step{"override change", b.changeOverride})
+	}
+	steps = append(steps, step{"measure AppConfigs", b.measureAppConfigs})
 	if b.o.rollout {
 		steps = append(steps, step{"rollout spec", b.setRollout}, step{"rollout", b.rollout})
 	}

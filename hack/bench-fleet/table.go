@@ -64,6 +64,10 @@ func (r *Result) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "Component web-0 changed\t%d works rewritten (%d of app-0's %d, %d others) in %s; %.0f hub writes\n",
 			x.Rewritten, x.OfApp, x.Expected, x.Others, seconds(x.Seconds), x.HubWrites)
 	}
+	if x := r.OverrideChange; x != nil {
+		fmt.Fprintf(tw, "app-0's override of region-0 changed\t%d works rewritten (%d of app-0's %d on region-0, %d others) in %s; %.0f hub writes\n",
+			x.Rewritten, x.OfApp, x.Expected, x.Others, seconds(x.Seconds), x.HubWrites)
+	}
 	if x := r.Largest; x != nil {
 		fmt.Fprintf(tw, "largest AppConfig\t%s: %s\n", x.Name, size(uint64(x.Bytes)))
 	}
@@ -148,6 +152,10 @@ func (r *Result) targets() []TargetResult {
 	}
 	if x := r.Change; x != nil {
 		add("a Component change rewrites exactly the affected works", fmt.Sprintf("%d of %d, %d others", x.OfApp, x.Expected, x.Others),
+			x.OfApp == x.Expected && x.Others == 0)
+	}
+	if x := r.OverrideChange; x != nil {
+		add("an override change rewrites exactly the clusters it selects", fmt.Sprintf("%d of %d, %d others", x.OfApp, x.Expected, x.Others),
 			x.OfApp == x.Expected && x.Others == 0)
 	}
 	if r.Degrade != nil && r.Heal != nil {

@@ -37,6 +37,20 @@ type ClusterOptions struct {
 	// over round-robin (SetOf): each is labelled ClusterSetLabel=<its set>. None: no cluster carries
 	// the label.
 	ClusterSets []string
+	// Regions, when not 0, labels the clusters RegionLabel=region-<i mod Regions>, round-robin, and
+	// gives each the ClusterClaim id.k8s.io=<its name> in its status: the facts overrides read.
+	Regions int
+}
+
+// RegionLabel is the label of a cluster's region (ClusterOptions.Regions).
+const RegionLabel = "region"
+
+// RegionOf is the region of the i-th cluster of regions, "" for none.
+func RegionOf(i, regions int) string {
+	if regions == 0 {
+		return ""
+	}
+	return fmt.Sprintf("region-%d", i%regions)
 }
 
 // ClusterName is the name of the i-th cluster (from 0): the prefix and i in five digits or more, so
@@ -71,6 +85,9 @@ func RegisterClusters(ctx context.Context, cfg *rest.Config, opts ClusterOptions
 		if set := SetOf(i, opts.ClusterSets); set != "" {
 			labels[clusterv1beta2.ClusterSetLabel] = set
 		}
+		if region := RegionOf(i, opts.Regions); region != "" {
+			labels[RegionLabel] = region
+		}
 		g.Go(func() error {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -80,8 +97,19 @@ func RegisterClusters(ctx context.Context, cfg *rest.Config, opts ClusterOptions
 				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 				Spec:       clusterv1.ManagedClusterSpec{HubAcceptsClient: true},
 			}
-			if _, err := clusters.ClusterV1().ManagedClusters().Create(ctx, mc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			created, err := clusters.ClusterV1().ManagedClusters().Create(ctx, mc, metav1.CreateOptions{})
+			switch {
+			case apierrors.IsAlreadyExists(err):
+				return nil
+			case err != nil:
 				return fmt.Errorf("create ManagedCluster %s: %w", name, err)
+			case opts.Regions == 0:
+				return nil
+			}
+			// As a registration agent reports the claim.
+			created.Status.ClusterClaims = []clusterv1.ManagedClusterClaim{{Name: "id.k8s.io", Value: name}}
+			if _, err := clusters.ClusterV1().ManagedClusters().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("report the claims of ManagedCluster %s: %w", name, err)
 			}
 			return nil
 		})

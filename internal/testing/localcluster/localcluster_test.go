@@ -39,7 +39,7 @@ var (
 		"traitdefinitions.core.oam.dev",
 		"workloaddefinitions.core.oam.dev",
 	}
-	spokeCRDNames = []string{"appliedmanifestworks.work.open-cluster-management.io"}
+	spokeCRDNames = []string{"appliedmanifestworks.work.open-cluster-management.io", "clusterclaims.cluster.open-cluster-management.io"}
 )
 
 func TestHubAndTwoSpokes(t *testing.T) {
