@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
 
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -15,13 +17,22 @@ import (
 // clusterWorks builds, for one delivery pass, the work each cluster gets of a revision: the revision's
 // own work where no override selects the cluster, and otherwise that work changed by the overrides
 // that do (package override), hashed as its own spec (AnnotationSpecHash) and marked with its
-// revision (AnnotationRevisionHash). Clusters whose overrides resolve alike — the same entries select
-// them and read the same facts — share one build: a fleet of a few regions costs a few builds a pass,
-// not one per cluster.
+// revision (AnnotationRevisionHash).
+//
+// Which work a cluster gets is known before it is built: its spec hash is a hash of the revision's and
+// of the overrides resolved for the cluster (Resolve), so a pass compares every cluster's stored work
+// with what it is to get without building it, and builds only the works it writes. Clusters whose
+// overrides resolve alike — the same entries select them and read the same facts — share one build,
+// up to maxSharedBuilds of them: a fleet of a few regions costs a few builds a change, and one whose
+// clusters each get a value of their own keeps no more than it writes at once.
 type clusterWorks struct {
 	facts map[string]override.Cluster
-	built map[string]builtWork // by revision hash and resolved overrides
+	mu    sync.Mutex // guards built: the writers build at once
+	built map[string]builtWork
 }
+
+// maxSharedBuilds is how many builds a pass keeps to share between clusters that resolve alike.
+const maxSharedBuilds = 64
 
 // builtWork is one build: the work, or why the overrides cannot make it.
 type builtWork struct {
@@ -51,10 +62,20 @@ func (r *AppConfigReconciler) newClusterWorks(ctx context.Context, app *v1alpha2
 	return w, nil
 }
 
-// build is the work cluster gets of base; read only, shared by the clusters built alike.
-func (w *clusterWorks) build(base *revisionBase, cluster string) (*workv1.ManifestWork, error) {
+// clusterWork is the work one cluster is to get of a revision.
+type clusterWork struct {
+	// want has the work's name, labels and annotations (its spec hash and revision), and its spec
+	// when it is the revision's own: what deliver compares with the stored work. Read only.
+	want *workv1.ManifestWork
+	// build is the whole work, built on the first call. Read only.
+	build func() (*workv1.ManifestWork, error)
+}
+
+// of is the work cluster gets of base. An error is an override that cannot be resolved for the cluster
+// (a fact it lacks); one that cannot be applied is build's.
+func (w *clusterWorks) of(base *revisionBase, cluster string) (clusterWork, error) {
 	if len(base.Overrides) == 0 {
-		return base.Work, nil
+		return clusterWork{want: base.Work, build: func() (*workv1.ManifestWork, error) { return base.Work, nil }}, nil
 	}
 	facts, ok := w.facts[cluster]
 	if !ok {
@@ -62,40 +83,50 @@ func (w *clusterWorks) build(base *revisionBase, cluster string) (*workv1.Manife
 	}
 	resolved, err := override.Resolve(base.Overrides, facts)
 	if err != nil {
-		return nil, err
+		return clusterWork{}, err
 	}
 	key, err := json.Marshal(resolved)
 	if err != nil {
-		return nil, fmt.Errorf("encode the overrides of cluster %s: %w", cluster, err)
+		return clusterWork{}, fmt.Errorf("encode the overrides of cluster %s: %w", cluster, err)
+	}
+	want := &workv1.ManifestWork{ObjectMeta: *base.Work.ObjectMeta.DeepCopy()}
+	want.Annotations[AnnotationRevisionHash] = base.hash()
+	if len(resolved) > 0 {
+		// The spec is a pure function of the revision's and the resolved overrides: so is its hash.
+		want.Annotations[AnnotationSpecHash] = specHash(append([]byte(base.Work.Annotations[AnnotationSpecHash]+"\n"), key...))
 	}
 	id := base.hash() + "\n" + string(key)
-	if b, ok := w.built[id]; ok {
+	build := func() (*workv1.ManifestWork, error) {
+		w.mu.Lock()
+		b, ok := w.built[id]
+		w.mu.Unlock()
+		if ok {
+			return b.work, b.err
+		}
+		b.work, b.err = buildClusterWork(base, want.Annotations, resolved)
+		if b.err != nil {
+			b.err = setCluster(b.err, cluster)
+		}
+		w.mu.Lock()
+		if len(w.built) < maxSharedBuilds {
+			w.built[id] = b
+		}
+		w.mu.Unlock()
 		return b.work, b.err
 	}
-	b := builtWork{}
-	b.work, b.err = buildClusterWork(base, resolved, key)
-	if b.err != nil {
-		b.err = setCluster(b.err, cluster)
-	}
-	w.built[id] = b
-	return b.work, b.err
+	return clusterWork{want: want, build: build}, nil
 }
 
 // buildClusterWork is base's work changed by resolved, the overrides selecting a cluster with its facts
-// put in (their encoding resolvedKey).
-func buildClusterWork(base *revisionBase, resolved []v1alpha2.Override, resolvedKey []byte) (*workv1.ManifestWork, error) {
-	mw := base.Work.DeepCopy()
-	mw.Annotations[AnnotationRevisionHash] = base.hash()
-	if len(resolved) == 0 {
-		return mw, nil // the revision's own spec: its spec hash too
-	}
+// put in, with annotations.
+func buildClusterWork(base *revisionBase, annotations map[string]string, resolved []v1alpha2.Override) (*workv1.ManifestWork, error) {
 	manifests, err := override.Apply(base.Work.Spec.Workload.Manifests, resolved)
 	if err != nil {
 		return nil, err
 	}
+	mw := &workv1.ManifestWork{ObjectMeta: *base.Work.ObjectMeta.DeepCopy(), Spec: *base.Work.Spec.DeepCopy()}
+	mw.Annotations = maps.Clone(annotations)
 	mw.Spec.Workload.Manifests = manifests
-	// The spec is a pure function of the revision's and the resolved overrides: so is its hash.
-	mw.Annotations[AnnotationSpecHash] = specHash(append([]byte(base.Work.Annotations[AnnotationSpecHash]+"\n"), resolvedKey...))
 	return mw, nil
 }
 

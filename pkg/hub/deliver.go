@@ -121,19 +121,19 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 		if base == nil {
 			continue
 		}
-		want, err := builds.build(base, cluster)
+		cw, err := builds.of(base, cluster)
 		if err != nil {
 			round.out.notOverridden = append(round.out.notOverridden, err.Error())
 			continue
 		}
-		if have != nil && upToDate(have, want) {
-			continue // the steady state of a fleet: nothing to write
+		if have != nil && upToDate(have, cw.want) {
+			continue // the steady state of a fleet: nothing to build, nothing to write
 		}
-		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: want.Name}, have, writtenAs(want), now) {
+		if r.recentWrites.unseen(key, types.NamespacedName{Namespace: cluster, Name: cw.want.Name}, have, writtenAs(cw.want), now) {
 			round.out.pending = true // written moments ago; the cache shows the work from before
 			continue
 		}
-		round.writers.Go(func() error { round.write(ctx, cluster, want, base.Rendered, have); return nil })
+		round.writers.Go(func() error { round.write(ctx, cluster, cw, base.Rendered, have); return nil })
 	}
 	for cluster, mw := range byCluster {
 		if wanted[cluster] {
@@ -165,13 +165,19 @@ type deliveryRound struct {
 	gone    map[types.NamespacedName]bool
 }
 
-// write gives cluster's work want (a copy: the client decodes its answer into what it writes), built of
+// write gives cluster's work cw's (a copy: the client decodes its answer into what it writes), built of
 // a revision that rendered the components rendered; have is the work the cache shows.
-func (d *deliveryRound) write(ctx context.Context, cluster string, want *workv1.ManifestWork, rendered []RenderedComponent, have *workv1.ManifestWork) {
+func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWork, rendered []RenderedComponent, have *workv1.ManifestWork) {
 	r, app := d.r, d.app
+	want, err := cw.build()
+	if err != nil {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.out.notOverridden = append(d.out.notOverridden, err.Error())
+		return
+	}
 	mw := want.DeepCopy()
 	mw.Namespace = cluster
-	var err error
 	if have != nil && slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
 		// The earlier revisions' workloads on this cluster are in the stored work's manifests, which
 		// the cache does not keep (see slimWork).
