@@ -15,47 +15,57 @@ import (
 )
 
 // changeComponent changes web-0's image and counts the works the hub rewrites for it: all of app-0's
-// and nothing else is right. It waits until every one of app-0's works has a new generation and then
-// until ferry-hub is idle (nothing queued, nothing in progress), so that a work rewritten late, or
-// one that should not have been, is counted too.
+// and nothing else is right.
 func (b *bench) changeComponent(ctx context.Context) error {
+	app := appName(0)
+	res, err := b.measureRewrites(ctx, fmt.Sprintf("%s's works", app), b.o.clusters,
+		func(w *fleetsim.Work) bool { return w.Labels[hub.LabelAppConfigName] == app },
+		func(ctx context.Context) error {
+			c := &v1alpha2.Component{}
+			if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: componentName(0)}, c); err != nil {
+				return err
+			}
+			c.Spec.Workload = component(b.o.appNamespace(0), 0, changedImage).Spec.Workload
+			if err := b.client.Update(ctx, c); err != nil {
+				return fmt.Errorf("change the image of Component %s: %w", componentName(0), err)
+			}
+			return nil
+		})
+	b.res.Change = res
+	return err
+}
+
+// measureRewrites makes change (again on a conflict) and counts the works the hub rewrites: the
+// expected ones, count of them, and the others (none is right). It waits until every expected work
+// has a new generation and then until ferry-hub is idle (nothing queued, nothing in progress), so that
+// a work rewritten late, or one that should not have been, is counted too.
+func (b *bench) measureRewrites(ctx context.Context, what string, count int, expected func(*fleetsim.Work) bool, change func(context.Context) error) (*ChangeResult, error) {
 	before := generations{}
 	b.tracker.Range(func(w *fleetsim.Work) { before[keyOf(w)] = w.Generation })
 	writes0 := hubWrites(ctx, b.hubs)
 	start := time.Now()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c := &v1alpha2.Component{}
-		if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: componentName(0)}, c); err != nil {
-			return err
-		}
-		c.Spec.Workload = component(b.o.appNamespace(0), 0, changedImage).Spec.Workload
-		return b.client.Update(ctx, c)
-	})
-	if err != nil {
-		return fmt.Errorf("change the image of Component %s: %w", componentName(0), err)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return change(ctx) }); err != nil {
+		return nil, err
 	}
-	app := appName(0)
-	rewritten := func() (ofApp, others int, last time.Time) { return rewrites(b.tracker.Range, before, app) }
+	rewritten := func() (ofExpected, others int, last time.Time) { return rewrites(b.tracker.Range, before, expected) }
 	progress := func() string {
-		ofApp, others, _ := rewritten()
-		return fmt.Sprintf("%d of %s's %d works rewritten, %d others; ferry-hub wrote %.0f", ofApp, app, b.o.clusters, others,
-			hubWrites(ctx, b.hubs)-writes0)
+		ofExpected, others, _ := rewritten()
+		return fmt.Sprintf("%d of %s (%d) rewritten, %d others; ferry-hub wrote %.0f", ofExpected, what, count, others, hubWrites(ctx, b.hubs)-writes0)
 	}
-	err = b.waitFor(ctx, fmt.Sprintf("every work of %s rewritten", app), b.o.timeout, progress, func(context.Context) (bool, error) {
-		ofApp, _, _ := rewritten()
-		return ofApp >= b.o.clusters, nil
+	err := b.waitFor(ctx, "every one of "+what+" rewritten", b.o.timeout, progress, func(context.Context) (bool, error) {
+		ofExpected, _, _ := rewritten()
+		return ofExpected >= count, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := b.waitHubIdle(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	writes1 := hubWrites(ctx, b.hubs)
-	ofApp, others, last := rewritten()
-	b.res.Change = &ChangeResult{Expected: b.o.clusters, Rewritten: ofApp + others, OfApp: ofApp, Others: others,
-		Seconds: last.Sub(start).Seconds(), HubWrites: writes1 - writes0}
-	return nil
+	ofExpected, others, last := rewritten()
+	return &ChangeResult{Expected: count, Rewritten: ofExpected + others, OfApp: ofExpected, Others: others,
+		Seconds: last.Sub(start).Seconds(), HubWrites: writes1 - writes0}, nil
 }
 
 // generations are the works' generations by namespace and name. The key is not Work.Key: building
@@ -67,25 +77,25 @@ func keyOf(w *fleetsim.Work) types.NamespacedName {
 	return types.NamespacedName{Namespace: w.Namespace, Name: w.Name}
 }
 
-// rewrites counts the works each calls f with whose generation is not the one before says: those of
-// AppConfig app, the others, and when the last of app's was written at its new generation. Written,
-// not Seen: at 100,000 works the API server closes the tracker's watch when it falls behind, and once
-// its place has left the watch cache's history the tracker reads every work again, which on two busy
-// cores took minutes: it saw the hub's writes long after they were made.
-func rewrites(each func(f func(*fleetsim.Work)), before generations, app string) (ofApp, others int, last time.Time) {
+// rewrites counts the works each calls f with whose generation is not the one before says: the
+// expected ones, the others, and when the last of the expected was written at its new generation.
+// Written, not Seen: at 100,000 works the API server closes the tracker's watch when it falls behind,
+// and once its place has left the watch cache's history the tracker reads every work again, which on
+// two busy cores took minutes: it saw the hub's writes long after they were made.
+func rewrites(each func(f func(*fleetsim.Work)), before generations, expected func(*fleetsim.Work) bool) (ofExpected, others int, last time.Time) {
 	each(func(w *fleetsim.Work) {
 		switch {
 		case w.Generation == before[keyOf(w)]:
-		case w.Labels[hub.LabelAppConfigName] != app:
+		case !expected(w):
 			others++
 		default:
-			ofApp++
+			ofExpected++
 			if w.Written.After(last) {
 				last = w.Written
 			}
 		}
 	})
-	return ofApp, others, last
+	return ofExpected, others, last
 }
 
 // hubQueues are ferry-hub's controllers a Component change goes through.
@@ -130,64 +140,28 @@ func (b *bench) waitHubIdle(ctx context.Context) error {
 }
 
 // changeOverride changes app-0's override of region-0 (another registry) and counts the works the hub
-// rewrites for it: app-0's works on region-0's clusters, and nothing else, is right. It waits as
-// changeComponent does.
+// rewrites for it: app-0's works on region-0's clusters, and nothing else, is right.
 func (b *bench) changeOverride(ctx context.Context) error {
-	before := generations{}
-	b.tracker.Range(func(w *fleetsim.Work) { before[keyOf(w)] = w.Generation })
 	app := appName(0)
-	expected := map[types.NamespacedName]bool{}
+	selected := map[types.NamespacedName]bool{}
 	for i, cluster := range b.clusters {
 		if fleetsim.RegionOf(i, regions) == fleetsim.RegionOf(0, regions) {
-			expected[types.NamespacedName{Namespace: cluster, Name: hub.ManifestWorkName(appConfig(b.o.appNamespace(0), 0))}] = true
+			selected[types.NamespacedName{Namespace: cluster, Name: hub.ManifestWorkName(appConfig(b.o.appNamespace(0), 0))}] = true
 		}
 	}
-	writes0 := hubWrites(ctx, b.hubs)
-	start := time.Now()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		a := &v1alpha2.ApplicationConfiguration{}
-		if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: app}, a); err != nil {
-			return err
-		}
-		a.Spec.Overrides[0] = overrides(0, "mirror")[0]
-		return b.client.Update(ctx, a)
-	})
-	if err != nil {
-		return fmt.Errorf("change the override of region-0 of AppConfig %s: %w", app, err)
-	}
-	rewritten := func() (selected, others int, last time.Time) {
-		b.tracker.Range(func(w *fleetsim.Work) {
-			switch key := keyOf(w); {
-			case w.Generation == before[key]:
-			case !expected[key]:
-				others++
-			default:
-				selected++
-				if w.Written.After(last) {
-					last = w.Written
-				}
+	res, err := b.measureRewrites(ctx, fmt.Sprintf("%s's works on region-0", app), len(selected),
+		func(w *fleetsim.Work) bool { return selected[keyOf(w)] },
+		func(ctx context.Context) error {
+			a := &v1alpha2.ApplicationConfiguration{}
+			if err := b.client.Get(ctx, types.NamespacedName{Namespace: b.o.appNamespace(0), Name: app}, a); err != nil {
+				return err
 			}
+			a.Spec.Overrides[0] = overrides(0, "mirror")[0]
+			if err := b.client.Update(ctx, a); err != nil {
+				return fmt.Errorf("change the override of region-0 of AppConfig %s: %w", app, err)
+			}
+			return nil
 		})
-		return selected, others, last
-	}
-	progress := func() string {
-		selected, others, _ := rewritten()
-		return fmt.Sprintf("%d of %s's %d works on region-0 rewritten, %d others; ferry-hub wrote %.0f", selected, app, len(expected), others,
-			hubWrites(ctx, b.hubs)-writes0)
-	}
-	err = b.waitFor(ctx, fmt.Sprintf("every work of %s on region-0 rewritten", app), b.o.timeout, progress, func(context.Context) (bool, error) {
-		selected, _, _ := rewritten()
-		return selected >= len(expected), nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := b.waitHubIdle(ctx); err != nil {
-		return err
-	}
-	writes1 := hubWrites(ctx, b.hubs)
-	selected, others, last := rewritten()
-	b.res.OverrideChange = &ChangeResult{Expected: len(expected), Rewritten: selected + others, OfApp: selected, Others: others,
-		Seconds: last.Sub(start).Seconds(), HubWrites: writes1 - writes0}
-	return nil
+	b.res.OverrideChange = res
+	return err
 }

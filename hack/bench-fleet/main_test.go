@@ -208,7 +208,7 @@ func TestRewrites(t *testing.T) {
 			f(w)
 		}
 	}
-	ofApp, others, last := rewrites(each, before, "app-0")
+	ofApp, others, last := rewrites(each, before, func(w *fleetsim.Work) bool { return w.Labels[hub.LabelAppConfigName] == "app-0" })
 	if ofApp != 2 || others != 1 || !last.Equal(t0.Add(3*time.Second)) {
 		t.Errorf("rewrites = %d of app-0, %d others, last at +%v; want 2, 1, +3s", ofApp, others, last.Sub(t0))
 	}
