@@ -281,4 +281,29 @@ func TestKubectlFerryForATenant(t *testing.T) {
 			}
 		}
 	})
+	t.Run("render as alice: what her AppConfig gives a cluster, and which right it lacks to read the cluster's facts", func(t *testing.T) {
+		var out syncBuffer
+		if err := asAlice(ctx, &out, "render", "appconfig", "stuck", "-n", ns, "--cluster", "cluster1"); err != nil ||
+			!strings.Contains(out.String(), "overrides: none") || !strings.Contains(out.String(), "image: nginx:1.27") {
+			t.Fatalf("render without overrides as alice: %v; it printed:\n%s", err, out.String())
+		}
+		// An override reads the cluster: its ManagedCluster, which team-a's editor may not read.
+		if err := hubClient.Patch(ctx, &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"overrides":[{"name":"tag","clusters":["cluster1"],"image":{"tag":"1.28"}}]}}`))); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, "the hub recorded the revision with the override", func(ctx context.Context) (bool, error) {
+			revs, err := admin.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha2.LabelAppConfigName + "=stuck"})
+			return err == nil && len(revs.Items) == 2, err
+		})
+		err := asAlice(ctx, &out, "render", "appconfig", "stuck", "-n", ns, "--cluster", "cluster1")
+		if err == nil || !strings.Contains(err.Error(), "rendering needs get on managedclusters.cluster.open-cluster-management.io cluster1") {
+			t.Errorf("render with an override as alice: %v, want the right she lacks named", err)
+		}
+		out = syncBuffer{}
+		if err := kubectlFerry(ctx, env.Hub.Kubeconfig, &out, "render", "appconfig", "stuck", "-n", ns, "--cluster", "cluster1"); err != nil ||
+			!strings.Contains(out.String(), "image: nginx:1.28") {
+			t.Errorf("render with an override as the administrator: %v; it printed:\n%s", err, out.String())
+		}
+	})
 }

@@ -3,7 +3,6 @@ package hub_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -66,17 +65,10 @@ var shared = &localcluster.Shared{Options: localcluster.Options{
 // parallel, those on the shared clusters waiting their turn (onSharedClusters) while holding their slot,
 // so the limit is above the package's count of tests; those with clusters of their own run while the
 // shared ones wait, instead of after all of them.
-const allAtOnce = "200"
+const allAtOnce = 200
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	parallelGiven := false
-	flag.Visit(func(f *flag.Flag) { parallelGiven = parallelGiven || f.Name == "test.parallel" })
-	if !parallelGiven {
-		if err := flag.Set("test.parallel", allAtOnce); err != nil {
-			panic(err)
-		}
-	}
+	localcluster.RunManyAtOnce(allAtOnce)
 	ctrl.SetLogger(testLog("hub"))
 	os.Exit(localcluster.RunShared(m, shared))
 }

@@ -3,8 +3,10 @@ package localcluster
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -69,4 +71,18 @@ func RunShared(m *testing.M, s *Shared) int {
 		code = 1
 	}
 	return code
+}
+
+// RunManyAtOnce sets go test's -test.parallel to n unless the command line gives it, for TestMain to call
+// before m.Run: a package whose tests each wait on clusters (a control plane starting, an outage
+// lasting, a lease running out) runs more of them at once than the machine has cores.
+func RunManyAtOnce(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
+			panic(err)
+		}
+	}
 }
