@@ -99,7 +99,7 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 			return nil, err
 		}
 	}
-	manifests, applied, err := override.ForCluster(data.Spec.Workload.Manifests, data.Overrides, facts)
+	manifests, applied, err := manifestsFor(data, facts)
 	if err != nil {
 		return nil, fmt.Errorf("revision %s cannot be rendered for cluster %s (ferry-hub delivers it nothing and says so on the AppConfig): %w", rev.Name, cluster, err)
 	}
@@ -112,6 +112,12 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 	}
 	work.Spec.Workload.Manifests = manifests
 	return &rendered{app: app, revision: rev, overrides: applied, work: work, keepsEarlier: len(data.RevisionEnabled) > 0}, nil
+}
+
+// manifestsFor is what a cluster with facts gets of the revision holding data: its manifests, with the
+// overrides that select the cluster applied, and the names of those overrides in order.
+func manifestsFor(data *apprevision.Data, facts override.Cluster) ([]workv1.Manifest, []string, error) {
+	return override.ForCluster(data.Spec.Workload.Manifests, data.Overrides, facts)
 }
 
 // clusterFacts reads what overrides may read of cluster: its ManagedCluster, and its decision groups
