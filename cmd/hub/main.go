@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/hub"
 	"github.com/ferry-mc/ferry/pkg/relist"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	o := hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept, EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: hub.DefaultWorkers}
+	o := hub.Options{ApplyOnceOnly: render.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept, EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: hub.DefaultWorkers}
 	var kubeconfig, applyOnce string
 	var qps float32
 	var burst int
@@ -51,7 +52,7 @@ func newCommand() *cobra.Command {
 			log := textlogger.NewLogger(logConfig)
 			ctrl.SetLogger(log)
 			klog.SetLoggerWithOptions(log, klog.ContextualLogger(true))
-			o.ApplyOnceOnly = hub.ApplyOnceOnly(applyOnce)
+			o.ApplyOnceOnly = render.ApplyOnceOnly(applyOnce)
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -73,7 +74,7 @@ func newCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file for the hub. Default: in-cluster, else $KUBECONFIG or ~/.kube/config.")
-	f.StringVar(&applyOnce, "apply-once-only", string(hub.ApplyOnceOff), "off: agents keep workloads and traits as rendered (Update); on: applied only when the AppConfig or Component changes (ApplyOnce); force: as on, and deleted objects stay deleted until then (ApplyOnceForce).")
+	f.StringVar(&applyOnce, "apply-once-only", string(render.ApplyOnceOff), "off: agents keep workloads and traits as rendered (Update); on: applied only when the AppConfig or Component changes (ApplyOnce); force: as on, and deleted objects stay deleted until then (ApplyOnceForce).")
 	f.IntVar(&o.RevisionsKept, "revisions-kept", o.RevisionsKept, "Old revisions kept per Component, besides the latest and those an AppConfig pins.")
 	f.Float32Var(&qps, "kube-api-qps", hub.DefaultKubeAPIQPS, "Requests per second to the hub's API server.")
 	f.IntVar(&burst, "kube-api-burst", hub.DefaultKubeAPIBurst, "Burst of requests to the hub's API server.")

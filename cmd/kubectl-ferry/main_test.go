@@ -28,6 +28,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/agent"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 func TestMain(m *testing.M) {
@@ -88,7 +89,7 @@ func runHub(t *testing.T, env *localcluster.Environment) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.SetupWithManager(mgr, hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept,
+	if err := hub.SetupWithManager(mgr, hub.Options{ApplyOnceOnly: render.ApplyOnceOff, RevisionsKept: hub.DefaultRevisionsKept,
 		EarlierRevisionsKept: hub.DefaultEarlierRevisionsKept, Workers: 2}); err != nil {
 		t.Fatal(err)
 	}

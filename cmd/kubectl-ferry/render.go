@@ -99,7 +99,7 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 			return nil, err
 		}
 	}
-	manifests, applied, err := manifestsFor(data, facts)
+	spec, applied, err := override.ForCluster(data.Spec, data.Overrides, data.Components, facts)
 	if err != nil {
 		return nil, fmt.Errorf("revision %s cannot be rendered for cluster %s (ferry-hub delivers it nothing and says so on the AppConfig): %w", rev.Name, cluster, err)
 	}
@@ -108,16 +108,16 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 		ObjectMeta: metav1.ObjectMeta{Name: v1alpha2.ManifestWorkName(app.Namespace, app.Name), Namespace: cluster,
 			Labels:      map[string]string{v1alpha2.LabelAppConfigNamespace: app.Namespace, v1alpha2.LabelAppConfigName: app.Name},
 			Annotations: map[string]string{v1alpha2.AnnotationRevisionHash: rev.Labels[apprevision.LabelHash]}},
-		Spec: *data.Spec.DeepCopy(),
+		Spec: spec,
 	}
-	work.Spec.Workload.Manifests = manifests
 	return &rendered{app: app, revision: rev, overrides: applied, work: work, keepsEarlier: len(data.RevisionEnabled) > 0}, nil
 }
 
 // manifestsFor is what a cluster with facts gets of the revision holding data: its manifests, with the
 // overrides that select the cluster applied, and the names of those overrides in order.
 func manifestsFor(data *apprevision.Data, facts override.Cluster) ([]workv1.Manifest, []string, error) {
-	return override.ForCluster(data.Spec.Workload.Manifests, data.Overrides, facts)
+	spec, applied, err := override.ForCluster(data.Spec, data.Overrides, data.Components, facts)
+	return spec.Workload.Manifests, applied, err
 }
 
 // clusterFacts reads what overrides may read of cluster: its ManagedCluster, and its decision groups

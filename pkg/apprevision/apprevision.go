@@ -8,6 +8,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/override"
 )
 
 // LabelHash, on an application revision, is its hash: the spec hash of its works without overrides,
@@ -22,8 +23,12 @@ type Data struct {
 	// rendered: the workloads of its earlier revisions stay in the works beside it.
 	RevisionEnabled map[string]string `json:"revisionEnabled,omitempty"`
 	// Overrides of the AppConfig, and the hash of Spec they apply to, when it has overrides.
+	// Overrides of the AppConfig as the revision records them (their traits rendered), and the hash of
+	// Spec they apply to, when it has overrides.
 	Overrides []v1alpha2.Override `json:"overrides,omitempty"`
 	SpecHash  string              `json:"specHash,omitempty"`
+	// Components is what overrides of components need of the revision's components.
+	Components *override.Components `json:"components,omitempty"`
 }
 
 // Decode reads what rev holds.

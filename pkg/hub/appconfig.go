@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 const (
@@ -59,7 +60,7 @@ const (
 type AppConfigReconciler struct {
 	Client        client.Client
 	Mapper        meta.RESTMapper
-	ApplyOnceOnly ApplyOnceOnly
+	ApplyOnceOnly render.ApplyOnceOnly
 	// Workers is how many AppConfigs are reconciled at once; 0 means DefaultWorkers.
 	Workers int
 	// EarlierRevisionsKept is how many earlier revisions' workloads of a component with a
@@ -307,16 +308,16 @@ func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.Applic
 }
 
 // resolve finds the spec an AppConfig entry renders: the component's latest revision, or the pinned one.
-func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) func(v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
-	return func(e v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) func(v1alpha2.ApplicationConfigurationComponent) (render.Resolved, error) {
+	return func(e v1alpha2.ApplicationConfigurationComponent) (render.Resolved, error) {
 		revName := e.RevisionName
 		if revName == "" {
 			comp := &v1alpha2.Component{}
 			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: e.ComponentName}, comp); err != nil {
-				return ResolvedComponent{}, fmt.Errorf("component %s: %w", e.ComponentName, err)
+				return render.Resolved{}, fmt.Errorf("component %s: %w", e.ComponentName, err)
 			}
 			if comp.Status.LatestRevision == nil {
-				return ResolvedComponent{}, fmt.Errorf("component %s has no revision recorded yet", e.ComponentName)
+				return render.Resolved{}, fmt.Errorf("component %s has no revision recorded yet", e.ComponentName)
 			}
 			revName = comp.Status.LatestRevision.Name
 		}
@@ -329,13 +330,13 @@ func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) fun
 			err = r.APIReader.Get(ctx, key, rev)
 		}
 		if err != nil {
-			return ResolvedComponent{}, fmt.Errorf("revision %s: %w", revName, err)
+			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
 		}
 		spec := &v1alpha2.ComponentSpec{}
 		if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
-			return ResolvedComponent{}, fmt.Errorf("revision %s: %w", revName, err)
+			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
 		}
-		return ResolvedComponent{ComponentName: rev.Labels[ComponentLabel], RevisionName: revName, Spec: spec}, nil
+		return render.Resolved{ComponentName: rev.Labels[ComponentLabel], RevisionName: revName, Spec: spec}, nil
 	}
 }
 
@@ -343,7 +344,7 @@ func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) fun
 func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
 	return func(t *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
 		gvk := t.GroupVersionKind()
-		name := resourceOf(t, r.Mapper) + "." + gvk.Group
+		name := render.ResourceOf(t, r.Mapper) + "." + gvk.Group
 		def := &v1alpha2.TraitDefinition{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, def); err != nil {
 			return nil, fmt.Errorf("TraitDefinition %s: %w", name, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // shopEntry is component web with image nginx:2 and a ScalerTrait: on a spoke, the Deployment web and
@@ -57,7 +58,7 @@ func (f *fixture) waitShopGone(cluster string) {
 // them); deleting the AppConfig removes it everywhere.
 func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	key := "ferry.io/test-" + f.ns
 	for _, c := range clusters {
 		f.labelCluster(c, key, "prod")
@@ -105,7 +106,7 @@ func TestAppConfigIsDeliveredToItsClustersAndFollowsThem(t *testing.T) {
 // the agents reporting on their ManifestWorks, and lists a cluster only while it is not fine.
 func TestAppConfigStatusFollowsTheAgentsReportsWithinSeconds(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
@@ -207,7 +208,7 @@ var badEntries = []struct {
 // Bad input: a clear condition on the AppConfig, and nothing delivered.
 func TestAppConfigThatCannotBeRenderedDeliversNothing(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	for _, bad := range badEntries {
@@ -245,7 +246,7 @@ func TestAppConfigThatCannotBeRenderedDeliversNothing(t *testing.T) {
 // it is delivered again.
 func TestAppConfigEditedIntoBadInputKeepsWhatWasDelivered(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
@@ -333,7 +334,7 @@ func appConfigReconciles(t *testing.T) float64 {
 // nothing — no ManifestWork, no status, no event.
 func TestDeliveredAppConfigReconciledAgainWritesNothing(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", onClusters(clusters...), shopEntry()))
 	f.waitApp("shop", "applied and available on both clusters", func(app *v1alpha2.ApplicationConfiguration) bool {
@@ -377,7 +378,7 @@ func TestDeliveredAppConfigReconciledAgainWritesNothing(t *testing.T) {
 // stays as it was.
 func TestManifestWorkTooLargeIsReportedAndWhatWasDeliveredStays(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	blob := strings.Repeat("x", 300*1024)
 	for _, name := range []string{"big-a", "big-b"} {
 		f.mustCreate(f.hub, &v1alpha2.Component{
@@ -433,7 +434,7 @@ func TestManifestWorkTooLargeIsReportedAndWhatWasDeliveredStays(t *testing.T) {
 // takes the deletion for what it is, not for a cache that has yet to show the new work.
 func TestAWorkDeletedRightAfterItsCreationIsPutBackAtOnce(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", onClusters("cluster1"), shopEntry()))
 	created := f.waitWork("cluster1", "shop", "created", func(*workv1.ManifestWork) bool { return true })

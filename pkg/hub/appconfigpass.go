@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/override"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // appConfigPass is one reconcile of an AppConfig: what each step read or decided, for the steps after
@@ -25,7 +27,11 @@ type appConfigPass struct {
 	seen uint64
 	app  *v1alpha2.ApplicationConfiguration
 
-	rendered []RenderedComponent
+	rendered []render.Component
+	// overrides are the AppConfig's overrides as its revision records them, and components what
+	// those of its components need (render.Overrides).
+	overrides  []v1alpha2.Override
+	components *override.Components
 	// target is the revision the AppConfig renders (or the one an undo names).
 	target *revisionBase
 	// revisionNotRecorded: the application revision could not be recorded; reported after delivery,
@@ -62,7 +68,7 @@ func (r *AppConfigReconciler) steps() []appConfigStep {
 
 // notReady ends the pass with Ready False for what cannot be rendered or read as written, looked at
 // again after requeue (0: only when something changes).
-func (p *appConfigPass) notReady(re *RenderError, requeue time.Duration) (bool, error) {
+func (p *appConfigPass) notReady(re *render.Error, requeue time.Duration) (bool, error) {
 	p.ready = &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: re.Reason, Message: re.Error()}
 	p.result.RequeueAfter = requeue
 	return true, nil
@@ -116,13 +122,17 @@ func (r *AppConfigReconciler) addFinalizer(ctx context.Context, p *appConfigPass
 // component revisions their patches make.
 func (r *AppConfigReconciler) render(ctx context.Context, p *appConfigPass) (bool, error) {
 	app := p.app
-	rendered, err := Render(RenderInput{
+	in := render.Input{
 		App: app, Component: r.resolve(ctx, app.Namespace), TraitDefinition: r.traitDefinition(ctx),
 		PublishedPatches: r.publishedPatches(ctx, app), PatchedRevision: r.patchedRevision(ctx, app),
-		ClusterScoped: clusterScopedIn(r.Mapper),
-	})
-	var re *RenderError
-	var pending *PatchesPendingError
+		ClusterScoped: render.ClusterScopedIn(r.Mapper),
+	}
+	rendered, err := render.Render(in)
+	if err == nil {
+		p.overrides, p.components, err = render.Overrides(in, rendered, r.ApplyOnceOnly, r.Mapper)
+	}
+	var re *render.Error
+	var pending *render.PatchesPendingError
 	switch {
 	case errors.As(err, &re):
 		// Nothing half-rendered is delivered, and nothing delivered before is taken away.
@@ -157,8 +167,8 @@ func (r *AppConfigReconciler) render(ctx context.Context, p *appConfigPass) (boo
 // an undo's revision is delivered in its place.
 func (r *AppConfigReconciler) recordRevision(ctx context.Context, p *appConfigPass) (bool, error) {
 	app := p.app
-	target, err := buildRevisionBase(app, p.rendered, r.ApplyOnceOnly, r.Mapper)
-	var re *RenderError
+	target, err := buildRevisionBase(app, p.rendered, p.overrides, p.components, r.ApplyOnceOnly, r.Mapper)
+	var re *render.Error
 	if errors.As(err, &re) {
 		// Too large or empty to be a ManifestWork: nothing of it is delivered, what was stays.
 		return p.notReady(re, 30*time.Second)
@@ -212,7 +222,7 @@ func (r *AppConfigReconciler) decideRollout(ctx context.Context, p *appConfigPas
 	}
 	plan, ro, err := r.planRollout(ctx, p.app, p.target, p.placed.Clusters, time.Now())
 	if err != nil {
-		var re *RenderError
+		var re *render.Error
 		if errors.As(err, &re) {
 			// Nothing is moved by a rollout the hub cannot read: every cluster keeps what it has.
 			return p.notReady(re, 0)

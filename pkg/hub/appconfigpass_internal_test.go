@@ -22,6 +22,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 type countingTransport struct {
@@ -65,7 +66,7 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 	if err := (&RevisionReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), RevisionsKept: DefaultRevisionsKept}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	r := &AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: ApplyOnceOff}
+	r := &AppConfigReconciler{Client: mgr.GetClient(), Mapper: mgr.GetRESTMapper(), ApplyOnceOnly: render.ApplyOnceOff}
 	if err := r.setUpCache(mgr); err != nil {
 		t.Fatal(err)
 	}

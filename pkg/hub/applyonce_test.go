@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // deliverShop delivers the shop (see shopEntry) to both clusters under the running hub and returns the
@@ -119,7 +120,7 @@ func hubSpec(gen int64, replicas int32) func(*appsv1.Deployment) bool {
 // changes; then the hub's spec wins. An object deleted on the spoke is re-created.
 func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOn))
+	f.startHub(hubOptions(render.ApplyOnceOn))
 	deployments, traits := f.deliverShop()
 	f.checkStrategies("cluster1", "ApplyOnce")
 
@@ -157,7 +158,7 @@ func TestApplyOnceOnlyOnKeepsSpokeChangesUntilTheAppConfigChanges(t *testing.T) 
 // often the agent goes over the work, until the AppConfig's spec changes; then it is.
 func TestApplyOnceOnlyForceLeavesDeletedObjectsDeletedUntilTheAppConfigChanges(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceForce))
+	f.startHub(hubOptions(render.ApplyOnceForce))
 	deployments, traits := f.deliverShop()
 	f.checkStrategies("cluster1", "ApplyOnceForce")
 

@@ -19,6 +19,8 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/apprevision"
+	"github.com/ferry-mc/ferry/pkg/override"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // An application revision is what the hub renders for an AppConfig before any cluster is known — the
@@ -43,9 +45,11 @@ type revisionBase struct {
 	Work *workv1.ManifestWork
 	// Rendered are the components whose earlier revisions the works keep; only their names, revisions
 	// and RevisionEnabled are set for a revision read back.
-	Rendered []RenderedComponent
-	// Overrides change Work for the clusters they select (clusterWorks).
-	Overrides []v1alpha2.Override
+	Rendered []render.Component
+	// Overrides change Work for the clusters they select (clusterWorks), as the revision records them
+	// (render.Overrides), with what those of components need.
+	Overrides  []v1alpha2.Override
+	Components *override.Components
 	// RevisionHash identifies a revision with overrides; without, its Work's spec hash does.
 	RevisionHash string
 }
@@ -55,8 +59,9 @@ func (b *revisionBase) hash() string {
 	return cmp.Or(b.RevisionHash, b.Work.Annotations[AnnotationSpecHash])
 }
 
-// revisionHash is the hash of a revision whose works' spec hashes specHash, changed by overrides.
-func revisionHash(specHashOfWork string, overrides []v1alpha2.Override) (string, error) {
+// revisionHash is the hash of a revision whose works' spec hashes specHash, changed by overrides, which
+// need comps of its components.
+func revisionHash(specHashOfWork string, overrides []v1alpha2.Override, comps *override.Components) (string, error) {
 	if len(overrides) == 0 {
 		return specHashOfWork, nil
 	}
@@ -64,7 +69,14 @@ func revisionHash(specHashOfWork string, overrides []v1alpha2.Override) (string,
 	if err != nil {
 		return "", fmt.Errorf("encode overrides: %w", err)
 	}
-	return specHash(append([]byte(specHashOfWork+"\n"), raw...)), nil
+	if comps != nil {
+		c, err := json.Marshal(comps)
+		if err != nil {
+			return "", fmt.Errorf("encode what overrides need of components: %w", err)
+		}
+		raw = append(append(raw, '\n'), c...)
+	}
+	return render.SpecHash(append([]byte(specHashOfWork+"\n"), raw...)), nil
 }
 
 // AppRevisionName is the name of the application revision of app whose works' spec hash is hash.
@@ -74,21 +86,22 @@ func AppRevisionName(app *v1alpha2.ApplicationConfiguration, hash string) string
 }
 
 // buildRevisionBase is the ManifestWork every cluster of app gets for rendered, with its spec hash.
-func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent, mode ApplyOnceOnly, mapper meta.RESTMapper) (*revisionBase, error) {
-	base, err := BuildManifestWork(app, "", rendered, mode, mapper)
+func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []render.Component, overrides []v1alpha2.Override, comps *override.Components,
+	mode render.ApplyOnceOnly, mapper meta.RESTMapper) (*revisionBase, error) {
+	base, err := render.BuildManifestWork(app, "", rendered, mode, mapper)
 	if err != nil {
 		return nil, err
 	}
-	if err := setSpecHash(base, app.Generation); err != nil {
+	if err := render.SetSpecHash(base, app.Generation); err != nil {
 		return nil, err
 	}
-	rev, err := revisionHash(base.Annotations[AnnotationSpecHash], app.Spec.Overrides)
+	rev, err := revisionHash(base.Annotations[AnnotationSpecHash], overrides, comps)
 	if err != nil {
 		return nil, err
 	}
 	out := &revisionBase{Name: AppRevisionName(app, rev), Work: base, Rendered: rendered}
-	if len(app.Spec.Overrides) > 0 {
-		out.Overrides, out.RevisionHash = app.Spec.Overrides, rev
+	if len(overrides) > 0 {
+		out.Overrides, out.Components, out.RevisionHash = overrides, comps, rev
 	}
 	return out, nil
 }
@@ -97,7 +110,7 @@ func buildRevisionBase(app *v1alpha2.ApplicationConfiguration, rendered []Render
 func buildAppRevision(app *v1alpha2.ApplicationConfiguration, base *revisionBase, n int64) (*appsv1.ControllerRevision, error) {
 	data := apprevision.Data{Spec: base.Work.Spec}
 	if len(base.Overrides) > 0 {
-		data.Overrides, data.SpecHash = base.Overrides, base.Work.Annotations[AnnotationSpecHash]
+		data.Overrides, data.Components, data.SpecHash = base.Overrides, base.Components, base.Work.Annotations[AnnotationSpecHash]
 	}
 	for _, rc := range base.Rendered {
 		if rc.RevisionEnabled {
@@ -203,10 +216,10 @@ func (r *AppConfigReconciler) loadAppRevision(ctx context.Context, app *v1alpha2
 	}
 	out := &revisionBase{Name: name, Work: base}
 	if len(data.Overrides) > 0 {
-		out.Overrides, out.RevisionHash = data.Overrides, rev.Labels[LabelAppRevisionHash]
+		out.Overrides, out.Components, out.RevisionHash = data.Overrides, data.Components, rev.Labels[LabelAppRevisionHash]
 	}
 	for _, component := range slices.Sorted(maps.Keys(data.RevisionEnabled)) {
-		out.Rendered = append(out.Rendered, RenderedComponent{ComponentName: component, RevisionName: data.RevisionEnabled[component], RevisionEnabled: true})
+		out.Rendered = append(out.Rendered, render.Component{ComponentName: component, RevisionName: data.RevisionEnabled[component], RevisionEnabled: true})
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // BenchmarkHub100AppConfigsOnTwoClusters measures the hub end to end with the real agents: 100
@@ -22,7 +22,7 @@ import (
 func BenchmarkHub100AppConfigsOnTwoClusters(b *testing.B) {
 	const apps = 100
 	f := setup(b)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	watcher, err := client.NewWithWatch(f.env.Hub.Config, client.Options{Scheme: f.scheme})

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // A ManagedCluster being deleted leaves every placement at once, even while a finalizer holds it:
@@ -29,7 +29,7 @@ func TestManagedClusterBeingDeletedLosesItsWorksAtOnce(t *testing.T) {
 	f.setClusterFinalizer(mc, hold, true)
 	t.Cleanup(func() { f.setClusterFinalizer(mc, hold, false) })
 
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("shop", &v1alpha2.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: "prod"}}},

@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // unbind removes the test namespace's binding of the global set that setup made: its AppConfigs may
@@ -86,7 +87,7 @@ func (f *fixture) workClusters(ctx context.Context, app string) ([]string, map[s
 func TestAppConfigReachesOnlyTheClustersBoundToItsNamespace(t *testing.T) {
 	f := setup(t)
 	f.unbind(localcluster.GlobalClusterSet)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	// A set of LabelSelector type holding cluster1 by a label of this test's, bound here.
 	key, labelled, exclusive := "ferry.io/test-"+f.ns, "labelled-"+f.ns, "exclusive-"+f.ns
 	f.labelCluster("cluster1", key, "a")
@@ -165,7 +166,7 @@ func TestAppConfigReachesOnlyTheClustersBoundToItsNamespace(t *testing.T) {
 func TestPlacementDecisionsDoNotWidenTheBindings(t *testing.T) {
 	f := setup(t)
 	f.unbind(localcluster.GlobalClusterSet)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	key, set := "ferry.io/test-"+f.ns, "decided-"+f.ns
 	f.labelCluster("cluster1", key, "a")
 	f.clusterSet(set, &metav1.LabelSelector{MatchLabels: map[string]string{key: "a"}})
@@ -188,7 +189,7 @@ func TestPlacementDecisionsDoNotWidenTheBindings(t *testing.T) {
 func TestAuditedBindingsReportAndWithdrawNothing(t *testing.T) {
 	f := setup(t)
 	f.unbind(localcluster.GlobalClusterSet)
-	o := hubOptions(hub.ApplyOnceOff)
+	o := hubOptions(render.ApplyOnceOff)
 	o.ClusterSetBindings = hub.ClusterSetBindingsAudit
 	f.startHub(o)
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))

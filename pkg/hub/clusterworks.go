@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/override"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // clusterWorks builds, for one delivery pass, the work each cluster gets of a revision: the revision's
@@ -89,11 +91,19 @@ func (w *clusterWorks) of(base *revisionBase, cluster string) (clusterWork, erro
 	if err != nil {
 		return clusterWork{}, fmt.Errorf("encode the overrides of cluster %s: %w", cluster, err)
 	}
+	if base.Components != nil && slices.ContainsFunc(resolved, func(o v1alpha2.Override) bool { return len(o.Components) > 0 }) {
+		// What the cluster gets depends on the components' parameters too: so does its hash.
+		comps, err := json.Marshal(base.Components)
+		if err != nil {
+			return clusterWork{}, fmt.Errorf("encode what overrides need of components: %w", err)
+		}
+		key = append(append(key, '\n'), comps...)
+	}
 	want := &workv1.ManifestWork{ObjectMeta: *base.Work.ObjectMeta.DeepCopy()}
 	want.Annotations[AnnotationRevisionHash] = base.hash()
 	if len(resolved) > 0 {
 		// The spec is a pure function of the revision's and the resolved overrides: so is its hash.
-		want.Annotations[AnnotationSpecHash] = specHash(append([]byte(base.Work.Annotations[AnnotationSpecHash]+"\n"), key...))
+		want.Annotations[AnnotationSpecHash] = render.SpecHash(append([]byte(base.Work.Annotations[AnnotationSpecHash]+"\n"), key...))
 	}
 	id := base.hash() + "\n" + string(key)
 	build := func() (*workv1.ManifestWork, error) {
@@ -120,13 +130,12 @@ func (w *clusterWorks) of(base *revisionBase, cluster string) (clusterWork, erro
 // buildClusterWork is base's work changed by resolved, the overrides selecting a cluster with its facts
 // put in, with annotations.
 func buildClusterWork(base *revisionBase, annotations map[string]string, resolved []v1alpha2.Override) (*workv1.ManifestWork, error) {
-	manifests, err := override.Apply(base.Work.Spec.Workload.Manifests, resolved)
+	spec, err := override.Apply(*base.Work.Spec.DeepCopy(), resolved, base.Components)
 	if err != nil {
 		return nil, err
 	}
-	mw := &workv1.ManifestWork{ObjectMeta: *base.Work.ObjectMeta.DeepCopy(), Spec: *base.Work.Spec.DeepCopy()}
+	mw := &workv1.ManifestWork{ObjectMeta: *base.Work.ObjectMeta.DeepCopy(), Spec: spec}
 	mw.Annotations = maps.Clone(annotations)
-	mw.Spec.Workload.Manifests = manifests
 	return mw, nil
 }
 

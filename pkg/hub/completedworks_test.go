@@ -16,7 +16,7 @@ import (
 	workv1alpha1 "open-cluster-management.io/api/work/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // completedWork writes a ManifestWork of a cluster namespace no agent serves, with a TTL (nil: none)
@@ -71,7 +71,7 @@ func TestCompletedWorksAreDeletedAfterTheirTTL(t *testing.T) {
 		f.completedWork(ns, "replicated", ptr.To[int64](0), now,
 			map[string]string{workv1alpha1.ManifestWorkReplicaSetControllerNameLabelKey: "ns.mwrs"}),
 	}
-	o := hubOptions(hub.ApplyOnceOff)
+	o := hubOptions(render.ApplyOnceOff)
 	o.DeleteCompletedWorks = true
 	f.startHub(o)
 
@@ -95,7 +95,7 @@ func TestCompletedWorksAreKeptWhenCleanupIsOff(t *testing.T) {
 	f := setup(t)
 	ns := f.quietClusterNamespace()
 	w := f.completedWork(ns, "at-once", ptr.To[int64](0), time.Now(), nil)
-	o := hubOptions(hub.ApplyOnceOff)
+	o := hubOptions(render.ApplyOnceOff)
 	o.DeleteCompletedWorks = false
 	f.startHub(o)
 	f.consistently("the completed work kept", 2*time.Second, func(context.Context) (bool, error) { return f.workExists(w), nil })

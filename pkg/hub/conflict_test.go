@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // A write conflict is not a failure: while 100 AppConfigs on both clusters are delivered, applied by
@@ -33,7 +34,7 @@ import (
 func TestHubConflictsAreNeverShownToTheUser(t *testing.T) {
 	const apps = 100
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	// A component each: AppConfigs delivering one object would be a clash of their own (the agent lets
 	// the first work keep it).
 	names := make([]string, apps)
@@ -99,7 +100,7 @@ func TestHubWriteRacingTheAgentsStatusWriteIsNotAFailure(t *testing.T) {
 			return resp, err
 		})
 	})
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	readiness := f.watchReadiness()

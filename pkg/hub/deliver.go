@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // delivery is what deliver could not do. A failed or not-owned cluster is shown to the user; a raced
@@ -167,7 +166,7 @@ type deliveryRound struct {
 
 // write gives cluster's work cw's (a copy: the client decodes its answer into what it writes), built of
 // a revision that rendered the components rendered; have is the work the cache shows.
-func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWork, rendered []RenderedComponent, have *workv1.ManifestWork) {
+func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWork, rendered []render.Component, have *workv1.ManifestWork) {
 	r, app := d.r, d.app
 	want, err := cw.build()
 	if err != nil {
@@ -178,11 +177,11 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 	}
 	mw := want.DeepCopy()
 	mw.Namespace = cluster
-	if have != nil && slices.ContainsFunc(rendered, func(rc RenderedComponent) bool { return rc.RevisionEnabled }) {
+	if have != nil && slices.ContainsFunc(rendered, func(rc render.Component) bool { return rc.RevisionEnabled }) {
 		// The earlier revisions' workloads on this cluster are in the stored work's manifests, which
 		// the cache does not keep (see slimWork).
 		if have, err = r.storedWork(ctx, app, mw); err == nil {
-			err = KeepEarlierRevisions(mw, have, rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
+			err = render.KeepEarlierRevisions(mw, have, rendered, cmp.Or(r.EarlierRevisionsKept, DefaultEarlierRevisionsKept))
 		}
 	}
 	var reason string
@@ -405,20 +404,6 @@ func escapeJSONPointer(key string) string {
 // The hash leaves out the AppConfig's generation that every rendered object is stamped with
 // (AnnotationAppGen, rendered at generation): an edit of the AppConfig that changes nothing delivered
 // — its placement, its rollout, a pause — is no new revision of the application, and rewrites no work.
-// The stamp is delivered with the next revision that changes something.
-func setSpecHash(mw *workv1.ManifestWork, generation int64) error {
-	spec, err := json.Marshal(mw.Spec)
-	if err != nil {
-		return fmt.Errorf("encode ManifestWork %s/%s: %w", mw.Namespace, mw.Name, err)
-	}
-	// Every manifest is a JSON object encoded with sorted keys (BuildManifestWork): the stamp is this
-	// exact run of bytes.
-	stamp := fmt.Sprintf(`%q:%q`, AnnotationAppGen, strconv.FormatInt(generation, 10))
-	spec = bytes.ReplaceAll(spec, []byte(stamp), []byte(fmt.Sprintf(`%q:""`, AnnotationAppGen)))
-	metav1.SetMetaDataAnnotation(&mw.ObjectMeta, AnnotationSpecHash, specHash(spec))
-	return nil
-}
-
 // upToDate reports whether have carries want's spec (by its hash), revision and labels. The revision
 // is compared on its own: a cluster no override selects keeps its spec from one revision to the next
 // when only the overrides changed, and a rollout reads which revision it is at.

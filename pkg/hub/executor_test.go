@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // An AppConfig's executor reaches every cluster's agent through its works: the application may do there
@@ -20,7 +20,7 @@ import (
 // message naming the ServiceAccount; once it may, every cluster applies it.
 func TestAppConfigExecutorHoldsItsWorksOnEveryCluster(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	for _, name := range clusters {

@@ -26,6 +26,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // An AppConfig on a fleet of 1,000 simulated clusters (a hub of its own, agents played by
@@ -66,7 +67,7 @@ func TestAppConfigStatusOfAFleetIsBoundedAndFollowsItsAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.SetupWithManager(mgr, hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: 3, EarlierRevisionsKept: 2, Workers: 10}); err != nil {
+	if err := hub.SetupWithManager(mgr, hub.Options{ApplyOnceOnly: render.ApplyOnceOff, RevisionsKept: 3, EarlierRevisionsKept: 2, Workers: 10}); err != nil {
 		t.Fatal(err)
 	}
 	mgrCtx, stop := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // A ManifestWork of the name Ferry would give an AppConfig's work, which Ferry did not create for that
@@ -23,7 +24,7 @@ import (
 // other clusters. Once the foreign work is deleted, the AppConfig gets its own there too.
 func TestForeignManifestWorkIsNeitherAdoptedNorOverwritten(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	// One component each: two AppConfigs delivering one Deployment would be a clash of their own.
 	for _, app := range []string{"shop", "cart"} {
 		f.mustCreate(f.hub, f.webComponent(app+"-web", "nginx:1"))

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // Health on the hub: each cluster's entry and each manifest says Healthy, Progressing or Degraded from
@@ -18,7 +18,7 @@ import (
 // Healthy on both clusters once its selector is fixed; a ConfigMap is Healthy.
 func TestAppConfigShowsHealthPerClusterAndManifest(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	config := &v1alpha2.Component{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: f.ns}, Spec: v1alpha2.ComponentSpec{
 		Workload: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"mode":"on"}}`)}}}
 	f.mustCreate(f.hub, config)

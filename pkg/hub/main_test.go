@@ -42,6 +42,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // The hub and the two managed clusters the package's integration tests share, started by the first
@@ -412,7 +413,7 @@ func (f *fixture) startHub(o hub.Options) {
 }
 
 // hubOptions are the hub's defaults with an --apply-once-only mode.
-func hubOptions(mode hub.ApplyOnceOnly) hub.Options {
+func hubOptions(mode render.ApplyOnceOnly) hub.Options {
 	return hub.Options{ApplyOnceOnly: mode, RevisionsKept: hub.DefaultRevisionsKept}
 }
 

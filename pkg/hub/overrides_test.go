@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -30,7 +31,7 @@ var configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 // rewrites no other cluster's work.
 func TestOverridesGiveEachClusterItsOwnRender(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	region := "example.com/region-" + f.ns
 	f.labelCluster("cluster1", region, "eu")
 	f.labelCluster("cluster2", region, "us")
@@ -149,7 +150,7 @@ func (f *fixture) setClaim(cluster, name, value string) {
 // render again, overrides included.
 func TestAnOverrideEditRollsOutStageByStageAndRollsBack(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
 	app.Spec.Rollout = &v1alpha2.Rollout{
@@ -224,5 +225,56 @@ func TestAnOverrideEditRollsOutStageByStageAndRollsBack(t *testing.T) {
 	}
 	if got, err := f.carriedRevision(t.Context(), app, "cluster2"); err != nil || got != rev2 {
 		t.Errorf("cluster2 carries %s (%v), want %s: a failed canary leaves it alone", got, err, rev2)
+	}
+}
+
+// An override of a component changes, for the clusters it selects, the entry's parameter values and
+// traits as if the AppConfig said so for them: cluster2 runs 3 replicas and its ScalerTrait takes a value
+// from its ClusterClaim, replacing the entry's trait of that kind (same name, still pointing at the
+// workload); cluster1 keeps the entry as written. An override naming a parameter the component does not
+// have is wrong for every cluster: the AppConfig says so, and what was delivered stays.
+func TestOverridesOfAComponentChangeItsParameterValuesAndTraits(t *testing.T) {
+	f := setup(t)
+	f.startHub(hubOptions(render.ApplyOnceOff))
+	f.setClaim("cluster2", "scale.example.com", "5")
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("shop", onClusters("cluster1", "cluster2"), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
+		Traits: []v1alpha2.ComponentTrait{traitOf(scalerTraitGVK, `{"replicaCount":2}`)}})
+	app.Spec.Overrides = []v1alpha2.Override{{Name: "big-cluster2", Clusters: []string{"cluster2"}, Components: []v1alpha2.ComponentOverride{{
+		ComponentName:   "web",
+		ParameterValues: []v1alpha2.ComponentParameterValue{param("replicas", `3`)},
+		Traits:          []v1alpha2.ComponentTrait{traitOf(scalerTraitGVK, `{"replicaCount":"${cluster.claims[scale.example.com]}"}`)},
+	}}}}
+	f.createApp(app)
+
+	replicaCount := func(cluster, want string) {
+		t.Helper()
+		f.waitSpokeObject(cluster, scalerTraitGVK, "web-scalertrait", "replicaCount "+want+", pointing at the Deployment web", func(u *unstructured.Unstructured) bool {
+			got, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "replicaCount")
+			ref, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "name")
+			return fmt.Sprint(got) == want && ref == "web"
+		})
+	}
+	replicaCount("cluster2", "5")
+	replicaCount("cluster1", "2")
+	f.waitDeployment("cluster2", "web", "3 replicas", func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 3 })
+	f.waitDeployment("cluster1", "web", "1 replica", func(d *appsv1.Deployment) bool { return *d.Spec.Replicas == 1 })
+	w2, err := f.work(t.Context(), "cluster2", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w2.Spec.Workload.Manifests); n != 2 {
+		t.Errorf("cluster2's work holds %d manifests, want the workload and the one ScalerTrait the override replaced", n)
+	}
+
+	f.updateApp("shop", func(a *v1alpha2.ApplicationConfiguration) {
+		a.Spec.Overrides[0].Components[0].ParameterValues = []v1alpha2.ComponentParameterValue{param("replica", `4`)}
+	})
+	got := f.waitApp("shop", "not ready for an unknown parameter", notReadyBecause("InvalidOverride"))
+	if msg := ready(got).Message; !strings.Contains(msg, `override big-cluster2: parameter "replica" is not a parameter of the component`) {
+		t.Errorf("Ready says %q; want it to name the override and the parameter", msg)
+	}
+	if after, err := f.work(t.Context(), "cluster2", "shop"); err != nil || after.Generation != w2.Generation {
+		t.Errorf("cluster2's work after a broken override: %v, generation %d → %+v; want it as delivered", err, w2.Generation, after)
 	}
 }

@@ -19,14 +19,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
+)
+
+// A patch trait's controller publishes its patch in a ConfigMap and says so in the trait's status.
+const (
+	// PatchPhaseReady is the status.phase of a patch trait whose patch is published.
+	PatchPhaseReady = "Ready"
+	// PatchConfigKey is the key of the patch in the ConfigMap a patch trait's status.patchConfig names.
+	PatchConfigKey = "patch"
 )
 
 // publishedPatches reads, without writing, the patches of a component's patch-trait objects on the
 // hub: one not there as wanted — not created yet, or its spec or labels not yet what the
 // AppConfig says — or not Ready makes the component wait; publishPatchTraits then writes it.
-func (r *AppConfigReconciler) publishedPatches(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]Patch, error) {
-	return func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
-		var patches []Patch
+func (r *AppConfigReconciler) publishedPatches(ctx context.Context, app *v1alpha2.ApplicationConfiguration) func(string, []*unstructured.Unstructured) ([]render.Patch, error) {
+	return func(component string, traits []*unstructured.Unstructured) ([]render.Patch, error) {
+		var patches []render.Patch
 		var waiting []string
 		for _, want := range traits {
 			id := fmt.Sprintf("%s %s/%s", want.GetKind(), want.GetNamespace(), want.GetName())
@@ -57,13 +66,13 @@ func (r *AppConfigReconciler) publishedPatches(ctx context.Context, app *v1alpha
 			}
 			data, ok := cm.Data[PatchConfigKey]
 			if !ok {
-				return nil, &RenderError{Component: component, Reason: "InvalidPatch",
+				return nil, &render.Error{Component: component, Reason: "InvalidPatch",
 					Message: fmt.Sprintf("%s: ConfigMap %s named by its status.patchConfig has no data.%s", id, configMap, PatchConfigKey)}
 			}
-			patches = append(patches, Patch{Source: id, Data: []byte(data)})
+			patches = append(patches, render.Patch{Source: id, Data: []byte(data)})
 		}
 		if len(waiting) > 0 {
-			return nil, &PatchesPendingError{Component: component, Waiting: waiting}
+			return nil, &render.PatchesPendingError{Component: component, Waiting: waiting}
 		}
 		return patches, nil
 	}
@@ -79,7 +88,7 @@ func (r *AppConfigReconciler) readPatchTrait(ctx context.Context, app *v1alpha2.
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case meta.IsNoMatchError(err):
-		return nil, &RenderError{Component: component, Reason: "PatchTraitNotServed",
+		return nil, &render.Error{Component: component, Reason: "PatchTraitNotServed",
 			Message: fmt.Sprintf("patch trait %s: the hub serves no %s: install its CustomResourceDefinition on the hub", id, gvk)}
 	case apierrors.IsNotFound(err):
 		return nil, r.watchKind(gvk)
@@ -90,7 +99,7 @@ func (r *AppConfigReconciler) readPatchTrait(ctx context.Context, app *v1alpha2.
 		return nil, err
 	}
 	if !metav1.IsControlledBy(have, app) {
-		return nil, &RenderError{Component: component, Reason: "PatchTraitConflict",
+		return nil, &render.Error{Component: component, Reason: "PatchTraitConflict",
 			Message: fmt.Sprintf("patch trait %s exists and does not belong to this AppConfig: name the trait differently", id)}
 	}
 	return have, nil
@@ -203,7 +212,7 @@ func (r *AppConfigReconciler) watchKind(gvk schema.GroupVersionKind) error {
 
 // deleteStalePatchTraits deletes the patch-trait objects the AppConfig had (by its status) and no longer
 // has.
-func (r *AppConfigReconciler) deleteStalePatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent) error {
+func (r *AppConfigReconciler) deleteStalePatchTraits(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []render.Component) error {
 	keep := map[v1alpha2.TypedReference]bool{}
 	for _, rc := range rendered {
 		for _, t := range rc.PatchTraits {
@@ -247,7 +256,7 @@ func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2
 		if err != nil {
 			return "", false, err
 		}
-		hash := specHash(raw)
+		hash := render.SpecHash(raw)
 		list := &appsv1.ControllerRevisionList{}
 		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ComponentLabel: component}); err != nil {
 			return "", false, fmt.Errorf("list revisions of component %s: %w", component, err)
@@ -264,7 +273,7 @@ func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2
 
 // recordPatchedRevisions records every patched spec rendering named a new revision for, under that
 // name, before anything rendered from it is delivered.
-func (r *AppConfigReconciler) recordPatchedRevisions(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []RenderedComponent) error {
+func (r *AppConfigReconciler) recordPatchedRevisions(ctx context.Context, app *v1alpha2.ApplicationConfiguration, rendered []render.Component) error {
 	for _, rc := range rendered {
 		if rc.NewRevision == nil {
 			continue
@@ -277,7 +286,7 @@ func (r *AppConfigReconciler) recordPatchedRevisions(ctx context.Context, app *v
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: app.Namespace, Name: rc.ComponentName}, comp); err != nil {
 			return fmt.Errorf("component %s: %w", rc.ComponentName, err)
 		}
-		n := revisionNumber(rc.RevisionName)
+		n := render.RevisionNumber(rc.RevisionName)
 		if n == 0 || RevisionName(rc.ComponentName, n) != rc.RevisionName {
 			return fmt.Errorf("patched revision %q of component %s is not named <component>-v<n>", rc.RevisionName, rc.ComponentName)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 const patchTraitGroup = "extended.oam.dev"
@@ -141,7 +142,7 @@ func runsAsNonRoot(d *appsv1.Deployment) bool {
 // patch is one more revision and one more change of the Deployment, once its controller publishes it.
 func TestPatchTraitsReachTheSpokesOnceWithAllPatches(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.installPatchTraitKind("NodeSelector")
 	f.installPatchTraitKind("SecurityContext")
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
@@ -277,11 +278,11 @@ func TestPatchTraitsReachTheSpokesOnceWithAllPatches(t *testing.T) {
 // The built-in WorkloadPatch needs no trait controller: its spec is the patch.
 func TestInlineWorkloadPatchReachesTheSpokesWithTheWorkload(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("inline", onClusters("cluster1"), v1alpha2.ApplicationConfigurationComponent{
 		ComponentName: "web",
-		Traits: []v1alpha2.ComponentTrait{traitOf(schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: hub.InlinePatchKind},
+		Traits: []v1alpha2.ComponentTrait{traitOf(schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1alpha2", Kind: render.InlinePatchKind},
 			`{"spec":{"template":{"spec":{"nodeSelector":{"disktype":"ssd"},"containers":[{"name":"proxy","image":"envoy:1"}]}}}}`)},
 	}))
 	d := f.waitDeployment("cluster1", "web", "patched", func(d *appsv1.Deployment) bool { return nodeSelector(d) == "ssd" })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // Placement by names, by selector and by an OCM Placement's decisions, limited to clusters that exist.
@@ -87,7 +88,7 @@ func (f *fixture) setDecisions(placement, name string, clusters ...string) {
 // (the ManifestWork of the cluster that left is deleted and its objects removed from that spoke).
 func TestPlacementByNamesDeliversToTheNamedClusters(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.createApp(f.appConfig("shop", onClusters("cluster1", "nowhere"), shopEntry()))
 	f.waitDelivered("shop", "cluster1")
@@ -107,7 +108,7 @@ func TestPlacementByNamesDeliversToTheNamedClusters(t *testing.T) {
 // spreads the decisions of a large placement over several), moving when they change.
 func TestPlacementByOCMPlacementFollowsItsDecisions(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub,
 		&clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "canary", Namespace: f.ns}},
 		// Another Placement's decision, which the AppConfig must not follow.

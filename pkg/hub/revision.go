@@ -2,8 +2,6 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 const (
@@ -69,7 +68,7 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("encode spec of component %s: %w", comp.Name, err)
 	}
-	hash := specHash(spec)
+	hash := render.SpecHash(spec)
 
 	// The latest revision of the component's own spec: revisions made by patch traits are numbered in
 	// the same sequence but are not what componentName resolves to.
@@ -108,12 +107,6 @@ func (r *RevisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{}, r.prune(ctx, comp, revs, latest.Name)
 }
 
-// specHash identifies an encoded ComponentSpec.
-func specHash(spec []byte) string {
-	sum := sha256.Sum256(spec)
-	return hex.EncodeToString(sum[:10])
-}
-
 // newRevision is the next revision of comp, after revs (oldest first), holding spec.
 func newRevision(comp *v1alpha2.Component, revs []appsv1.ControllerRevision, spec []byte, scheme *runtime.Scheme) (*appsv1.ControllerRevision, error) {
 	return revisionOf(comp, nextRevision(revs), spec, scheme)
@@ -133,7 +126,7 @@ func revisionOf(comp *v1alpha2.Component, n int64, spec []byte, scheme *runtime.
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      RevisionName(comp.Name, n),
 			Namespace: comp.Namespace,
-			Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: specHash(spec)},
+			Labels:    map[string]string{ComponentLabel: comp.Name, specHashLabel: render.SpecHash(spec)},
 		},
 		Data:     runtime.RawExtension{Raw: spec},
 		Revision: n,

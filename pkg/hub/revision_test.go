@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // waitLatest polls until the component's status names latest, and returns its revisions' names.
@@ -62,7 +63,7 @@ func (f *fixture) setImage(component, image string) {
 // the spec alone makes none.
 func TestEveryComponentSpecChangeIsANewRevision(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	comp := f.webComponent("web", "nginx:1")
 	f.mustCreate(f.hub, comp)
 	if got := f.waitLatest("web", "web-v1"); !slices.Equal(got, []string{"web-v1"}) {
@@ -89,7 +90,7 @@ func TestEveryComponentSpecChangeIsANewRevision(t *testing.T) {
 // Old revisions beyond the limit go, except the latest and those an AppConfig pins.
 func TestOldRevisionsArePrunedUnlessPinned(t *testing.T) {
 	f := setup(t)
-	f.startHub(hub.Options{ApplyOnceOnly: hub.ApplyOnceOff, RevisionsKept: 1})
+	f.startHub(hub.Options{ApplyOnceOnly: render.ApplyOnceOff, RevisionsKept: 1})
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.createApp(f.appConfig("pinned", nil, v1alpha2.ApplicationConfigurationComponent{RevisionName: "web-v1"}))
@@ -116,7 +117,7 @@ func isControlledBy(rev *appsv1.ControllerRevision, uid types.UID) bool {
 // with a revision-enabled trait, the v1 and v2 workloads both run and the trait points at v2.
 func TestComponentRevisionsReachTheSpokes(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"), f.webComponent("canary", "nginx:1"))
 	f.waitLatest("web", "web-v1")
 	f.waitLatest("canary", "canary-v1")

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/render"
 	"github.com/ferry-mc/ferry/pkg/rollout"
 	"github.com/ferry-mc/ferry/pkg/workreport"
 )
@@ -147,7 +148,7 @@ func (r *AppConfigReconciler) planRollout(ctx context.Context, app *v1alpha2.App
 	}
 	d, err := rollout.Decide(in)
 	if err != nil {
-		return deliveryPlan{}, rolloutOutcome{}, &RenderError{Component: "spec.rollout", Reason: "InvalidRollout", Message: err.Error()}
+		return deliveryPlan{}, rolloutOutcome{}, &render.Error{Component: "spec.rollout", Reason: "InvalidRollout", Message: err.Error()}
 	}
 	plan.revisionOf = d.Revisions
 	if d.Phase == v1alpha2.RolloutComplete {
@@ -356,7 +357,7 @@ func (r *AppConfigReconciler) setRolloutConditions(app *v1alpha2.ApplicationConf
 }
 
 // undoneRevision is the recorded revision `kubectl ferry rollout undo` asked for (AnnotationRolloutUndo)
-// while the AppConfig's generation is the one it was asked at, nil otherwise; a *RenderError when it
+// while the AppConfig's generation is the one it was asked at, nil otherwise; a *render.Error when it
 // names a revision that is not recorded.
 func (r *AppConfigReconciler) undoneRevision(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (*revisionBase, error) {
 	name, gen, ok := strings.Cut(app.Annotations[v1alpha2.AnnotationRolloutUndo], "@")
@@ -368,7 +369,7 @@ func (r *AppConfigReconciler) undoneRevision(ctx context.Context, app *v1alpha2.
 		return nil, err
 	}
 	if base == nil {
-		return nil, &RenderError{Component: "spec.rollout", Reason: "RevisionNotFound", Message: fmt.Sprintf(
+		return nil, &render.Error{Component: "spec.rollout", Reason: "RevisionNotFound", Message: fmt.Sprintf(
 			"annotation %s names revision %s, which is not recorded: remove the annotation, or name a revision of kubectl get controllerrevisions -l %s=%s",
 			v1alpha2.AnnotationRolloutUndo, name, LabelAppConfigName, app.Name)}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // A rollout on real API servers, hub and two spokes with their agents: a canary stage of cluster1, then
@@ -25,7 +26,7 @@ import (
 // returns cluster1 to the stable revision.
 func TestRolloutStagesARevisionAndHaltsOnADegradedCluster(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
 	app.Spec.Rollout = &v1alpha2.Rollout{
@@ -160,7 +161,7 @@ func assertRevisionsRecorded(t *testing.T, f *fixture, app *v1alpha2.Application
 // approval given while no hub ran completes it.
 func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
 	app.Spec.Rollout = &v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{
@@ -185,7 +186,7 @@ func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
 	f.waitImage("cluster1", "web", "nginx:2")
 
 	f.stopHub()
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	// A change of the AppConfig (not of its spec) brings it to the new hub at once; the rest still
 	// waits, with the stable revision, for as long as it is looked at.
 	f.updateApp("web", func(a *v1alpha2.ApplicationConfiguration) {
@@ -214,7 +215,7 @@ func TestRolloutCarriesOnAfterAHubRestart(t *testing.T) {
 // stage untouched; `kubectl ferry rollout resume` (its annotation, taken away by the hub) lets it go on.
 func TestRolloutHaltHoldsUntilResumed(t *testing.T) {
 	f := setup(t)
-	f.startHub(hubOptions(hub.ApplyOnceOff))
+	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	app := f.appConfig("web", onClusters(clusters...), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
 	app.Spec.Rollout = &v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{{Name: "canary", Clusters: []string{"cluster1"},

@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/registration"
 	"github.com/ferry-mc/ferry/pkg/relist"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // The hub's client rate limits by default (--kube-api-qps, --kube-api-burst): API priority and fairness
@@ -36,7 +37,7 @@ const (
 // Options configures the hub controllers.
 type Options struct {
 	// ApplyOnceOnly is --apply-once-only: off, on or force.
-	ApplyOnceOnly ApplyOnceOnly
+	ApplyOnceOnly render.ApplyOnceOnly
 	// RevisionsKept is how many old revisions of a Component are kept (besides the latest and the
 	// pinned ones).
 	RevisionsKept int
@@ -67,7 +68,7 @@ type Options struct {
 // Validate checks the options, naming the flag of a wrong one.
 func (o *Options) Validate() error {
 	switch o.ApplyOnceOnly {
-	case ApplyOnceOff, ApplyOnceOn, ApplyOnceForce:
+	case render.ApplyOnceOff, render.ApplyOnceOn, render.ApplyOnceForce:
 	default:
 		return fmt.Errorf("--apply-once-only %q: want off, on or force", o.ApplyOnceOnly)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 	"github.com/ferry-mc/ferry/pkg/registration"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 // Every key has exactly one owner among n shards, and each shard gets a fair share of many keys; one
@@ -251,7 +252,7 @@ func (h *shardedHub) start(i int) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	o := hubOptions(hub.ApplyOnceOff)
+	o := hubOptions(render.ApplyOnceOff)
 	o.Shard = s
 	if err := hub.SetupWithManager(mgr, o); err != nil {
 		f.t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -37,20 +38,21 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ForCluster is the manifests c gets: the overrides that select it applied to them (Resolve, then
-// Apply), and the names of those overrides in order.
-func ForCluster(manifests []workv1.Manifest, overrides []v1alpha2.Override, c Cluster) ([]workv1.Manifest, []string, error) {
+// ForCluster is the spec of the work c gets of a revision: the revision's spec with the overrides that
+// select c applied (Resolve, then Apply), and the names of those overrides in order. comps is what the
+// revision recorded for overrides of its components, nil when it has none.
+func ForCluster(spec workv1.ManifestWorkSpec, overrides []v1alpha2.Override, comps *Components, c Cluster) (workv1.ManifestWorkSpec, []string, error) {
 	resolved, err := Resolve(overrides, c)
 	if err != nil {
-		return nil, nil, err
+		return workv1.ManifestWorkSpec{}, nil, err
 	}
-	out, err := Apply(manifests, resolved)
+	out, err := Apply(spec, resolved, comps)
 	if err != nil {
 		var oe *Error
 		if errors.As(err, &oe) {
 			oe.Cluster = c.Name
 		}
-		return nil, nil, err
+		return workv1.ManifestWorkSpec{}, nil, err
 	}
 	names := make([]string, len(resolved))
 	for i, o := range resolved {
@@ -59,46 +61,50 @@ func ForCluster(manifests []workv1.Manifest, overrides []v1alpha2.Override, c Cl
 	return out, names, nil
 }
 
-// Apply is manifests changed by resolved overrides (Resolve's, no fact left to put in), in order.
-// Manifests no override changes keep their bytes; a changed one is encoded again, its keys sorted. An
-// override that targets no object, a JSON patch path that does not exist, or a change of an object's
-// apiVersion, kind, name or namespace is an Error.
-func Apply(manifests []workv1.Manifest, resolved []v1alpha2.Override) ([]workv1.Manifest, error) {
+// Apply is a work's spec changed by resolved overrides (Resolve's, no fact left to put in), in order;
+// comps is what the revision recorded for overrides of its components. Manifests no override changes
+// keep their bytes; a changed one is encoded again, its keys sorted; a trait an override adds comes
+// after the others, and its manifestConfig after theirs. An override that targets no object, a
+// parameter the component does not declare, a JSON patch path that does not exist, or a change of an
+// object's apiVersion, kind, name or namespace by a patch is an Error.
+func Apply(in workv1.ManifestWorkSpec, resolved []v1alpha2.Override, comps *Components) (workv1.ManifestWorkSpec, error) {
 	if len(resolved) == 0 {
-		return manifests, nil
+		return in, nil
 	}
-	objs := make([]*unstructured.Unstructured, len(manifests))
+	manifests := in.Workload.Manifests
+	s := &spec{objs: make([]*unstructured.Unstructured, len(manifests)), changed: make([]bool, len(manifests)),
+		configs: slices.Clone(in.ManifestConfigs), comps: comps}
 	for i, m := range manifests {
-		objs[i] = &unstructured.Unstructured{}
-		if err := objs[i].UnmarshalJSON(m.Raw); err != nil {
-			return nil, fmt.Errorf("decode manifest %d: %w", i, err)
+		s.objs[i] = &unstructured.Unstructured{}
+		if err := s.objs[i].UnmarshalJSON(m.Raw); err != nil {
+			return workv1.ManifestWorkSpec{}, fmt.Errorf("decode manifest %d: %w", i, err)
 		}
 	}
-	changed := make([]bool, len(objs))
 	for i := range resolved {
-		o := &resolved[i]
-		if err := applyOne(o, objs, changed); err != nil {
-			return nil, err
+		if err := applyOne(&resolved[i], s); err != nil {
+			return workv1.ManifestWorkSpec{}, err
 		}
 	}
-	out := make([]workv1.Manifest, len(manifests))
-	for i, obj := range objs {
-		if !changed[i] {
-			out[i] = manifests[i]
+	out := in
+	out.Workload.Manifests = make([]workv1.Manifest, len(s.objs))
+	for i, obj := range s.objs {
+		if !s.changed[i] {
+			out.Workload.Manifests[i] = manifests[i]
 			continue
 		}
 		raw, err := json.Marshal(obj.Object)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", objectName(obj), err)
+			return workv1.ManifestWorkSpec{}, fmt.Errorf("encode %s: %w", objectName(obj), err)
 		}
-		out[i] = workv1.Manifest{}
-		out[i].Raw = raw
+		out.Workload.Manifests[i] = workv1.Manifest{}
+		out.Workload.Manifests[i].Raw = raw
 	}
+	out.ManifestConfigs = s.configs
 	return out, nil
 }
 
-// applyOne applies one override to objs, marking those it changed.
-func applyOne(o *v1alpha2.Override, objs []*unstructured.Unstructured, changed []bool) error {
+// applyOne applies one override to s.
+func applyOne(o *v1alpha2.Override, s *spec) error {
 	fail := func(obj *unstructured.Unstructured, err error) error {
 		e := &Error{Override: o.Name, Err: err}
 		if obj != nil {
@@ -106,6 +112,17 @@ func applyOne(o *v1alpha2.Override, objs []*unstructured.Unstructured, changed [
 		}
 		return e
 	}
+	for _, co := range o.Components {
+		if err := s.applyComponent(co); err != nil {
+			var oe *Error
+			if errors.As(err, &oe) {
+				oe.Override = o.Name
+				return oe
+			}
+			return fail(nil, err)
+		}
+	}
+	objs, changed := s.objs, s.changed
 	if o.Image != nil {
 		matched := false
 		for i, obj := range objs {

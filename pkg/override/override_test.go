@@ -81,6 +81,77 @@ func TestChangeImageReplacesOnlyThePartsSet(t *testing.T) {
 	}
 }
 
+// webParameters are the parameters of the components manifests renders, as a revision records them.
+var webParameters = Components{Parameters: map[string][]v1alpha2.ComponentParameter{
+	"web":      {{Name: "image", FieldPaths: []string{"spec.template.spec.containers[0].image"}}, {Name: "replicas", FieldPaths: []string{"spec.replicas"}}},
+	"settings": {{Name: "sidecar", FieldPaths: []string{"spec.containers[1].image"}}},
+}, Resources: map[string]string{"Service.": "services", "HorizontalPodAutoscaler.autoscaling": "horizontalpodautoscalers"}}
+
+// workSpec is the spec of a work of ms, each with a manifestConfig as ferry-hub renders one.
+func workSpec(ms []workv1.Manifest) workv1.ManifestWorkSpec {
+	spec := workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: ms}}
+	for _, id := range []workv1.ResourceIdentifier{
+		{Group: "apps", Resource: "deployments", Name: "web", Namespace: "shop"},
+		{Resource: "services", Name: "web", Namespace: "shop"},
+		{Resource: "configmaps", Name: "settings", Namespace: "shop"},
+	} {
+		spec.ManifestConfigs = append(spec.ManifestConfigs, workv1.ManifestConfigOption{ResourceIdentifier: id,
+			UpdateStrategy: &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeUpdate}})
+	}
+	return spec
+}
+
+// An override of a component changes what the AppConfig's entry would for the clusters it selects: a
+// parameter value writes the component's fields, with the cluster's facts in it; a trait of a kind the
+// entry has replaces it (its name, its manifestConfig), one of a new kind is added with its own; the
+// trait carries the generation stamp of the workload it belongs to.
+func TestForClusterOverridesAComponentsParameterValuesAndTraits(t *testing.T) {
+	in := manifests(t)
+	in[0].Raw = []byte(strings.Replace(string(in[0].Raw), `"labels":`, `"annotations":{"app.oam.dev/generation":"7"},"labels":`, 1))
+	trait := func(obj string, strategy v1alpha2.UpdateStrategy) v1alpha2.ComponentTrait {
+		return v1alpha2.ComponentTrait{Trait: *raw(obj), UpdateStrategy: strategy}
+	}
+	overrides := []v1alpha2.Override{{Name: "eu", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}},
+		Components: []v1alpha2.ComponentOverride{{ComponentName: "web",
+			ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: *raw(`"registry.${cluster.labels[region]}.example.com/web:2"`)}, {Name: "replicas", Value: *raw(`3`)}},
+			Traits: []v1alpha2.ComponentTrait{
+				trait(`{"apiVersion":"v1","kind":"Service","metadata":{"labels":{"app.oam.dev/component":"web","app.oam.dev/resourceType":"TRAIT"},"name":"web","namespace":"shop"},"spec":{"ports":[{"port":8080}]}}`, "ServerSideApply"),
+				trait(`{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"labels":{"app.oam.dev/component":"web","app.oam.dev/resourceType":"TRAIT"},"name":"web-horizontalpodautoscaler","namespace":"shop"},"spec":{"maxReplicas":"${cluster.claims[id.k8s.io]}"}}`, "Update"),
+			}}}}}
+	got, applied, err := ForCluster(workSpec(in), overrides, &webParameters, eu1)
+	if err != nil || strings.Join(applied, ",") != "eu" {
+		t.Fatalf("ForCluster = %v, %v; want override eu applied", applied, err)
+	}
+	ms := got.Workload.Manifests
+	if len(ms) != 4 {
+		t.Fatalf("%d manifests, want the 3 rendered and the added trait", len(ms))
+	}
+	spec := object(t, ms, 0)["spec"].(map[string]any)
+	if img := spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]; img != "registry.eu.example.com/web:2" || spec["replicas"] != float64(3) {
+		t.Errorf("workload image %v, replicas %v; want the override's values with the cluster's region", img, spec["replicas"])
+	}
+	if port := object(t, ms, 1)["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["port"]; port != float64(8080) {
+		t.Errorf("Service port %v, want the overriding trait's 8080 in the replaced trait's place", port)
+	}
+	hpa := object(t, ms, 3)
+	if hpa["spec"].(map[string]any)["maxReplicas"] != "4f2a" || hpa["metadata"].(map[string]any)["annotations"].(map[string]any)["app.oam.dev/generation"] != "7" {
+		t.Errorf("added trait %v, want the cluster's claim and the workload's generation stamp", hpa)
+	}
+	if string(ms[2].Raw) != string(in[2].Raw) {
+		t.Errorf("the other component's manifest changed: %s", ms[2].Raw)
+	}
+	var configs []string
+	for _, c := range got.ManifestConfigs {
+		configs = append(configs, c.ResourceIdentifier.Resource+"/"+c.ResourceIdentifier.Name+"="+string(c.UpdateStrategy.Type))
+	}
+	if want := "deployments/web=Update configmaps/settings=Update services/web=ServerSideApply horizontalpodautoscalers/web-horizontalpodautoscaler=Update"; strings.Join(configs, " ") != want {
+		t.Errorf("manifestConfigs %v, want %s", configs, want)
+	}
+	if len(in) != 3 || strings.Contains(string(in[1].Raw), "8080") {
+		t.Errorf("the spec given changed")
+	}
+}
+
 // manifests are what a ManifestWork of a component web (a Deployment) with a trait (a Service) and a
 // component settings (a ConfigMap) holds.
 func manifests(t *testing.T) []workv1.Manifest {
@@ -127,10 +198,11 @@ func TestForClusterAppliesTheSelectedOverridesInOrder(t *testing.T) {
 		{Name: "later-wins", Clusters: []string{"eu-1"}, Patches: []v1alpha2.ObjectPatch{
 			{Target: v1alpha2.ObjectTarget{Kind: "Deployment"}, MergePatch: raw(`{"spec":{"replicas":5}}`)}}},
 	}
-	got, applied, err := ForCluster(in, overrides, eu1)
+	gotSpec, applied, err := ForCluster(workSpec(in), overrides, nil, eu1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := gotSpec.Workload.Manifests
 	if strings.Join(applied, ",") != "regional-registry,large,later-wins" {
 		t.Errorf("applied %v, want regional-registry, large and later-wins", applied)
 	}
@@ -161,10 +233,11 @@ func TestForClusterAppliesTheSelectedOverridesInOrder(t *testing.T) {
 	}
 
 	// A cluster no override selects gets the manifests as they were, byte for byte.
-	plain, applied, err := ForCluster(in, overrides, Cluster{Name: "lab"})
+	plainSpec, applied, err := ForCluster(workSpec(in), overrides, nil, Cluster{Name: "lab"})
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("a cluster no override selects: %v applied, %v", applied, err)
 	}
+	plain := plainSpec.Workload.Manifests
 	for i := range in {
 		if string(plain[i].Raw) != string(in[i].Raw) {
 			t.Errorf("manifest %d changed for a cluster no override selects:\n%s", i, plain[i].Raw)
@@ -199,8 +272,17 @@ func TestForClusterNamesTheOverrideTheClusterAndTheObjectOfAnError(t *testing.T)
 			[]string{"override img for cluster eu-1: image: no workload of component api is rendered"}},
 		{"an image of a workload with no containers", v1alpha2.Override{Name: "img", Image: &v1alpha2.ImageOverride{Component: "settings", Tag: "2"}},
 			[]string{"override img for cluster eu-1 on ConfigMap settings: image: the workload has no containers"}},
+		{"a parameter the component does not declare", v1alpha2.Override{Name: "param", Components: []v1alpha2.ComponentOverride{{ComponentName: "web",
+			ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "replica", Value: *raw(`2`)}}}}},
+			[]string{`override param for cluster eu-1 on Deployment web: component web: parameterValues: "replica" is not a parameter of the component (it has "image", "replicas")`}},
+		{"a parameter path the workload does not have", v1alpha2.Override{Name: "param", Components: []v1alpha2.ComponentOverride{{ComponentName: "settings",
+			ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "sidecar", Value: *raw(`"x"`)}}}}},
+			[]string{`override param for cluster eu-1 on ConfigMap settings: component settings: parameter "sidecar"`}},
+		{"a component not rendered", v1alpha2.Override{Name: "comp", Components: []v1alpha2.ComponentOverride{{ComponentName: "api",
+			ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: *raw(`"x"`)}}}}},
+			[]string{"override comp for cluster eu-1: components: component api renders no workload"}},
 	} {
-		_, _, err := ForCluster(manifests(t), []v1alpha2.Override{c.o}, eu1)
+		_, _, err := ForCluster(workSpec(manifests(t)), []v1alpha2.Override{c.o}, &webParameters, eu1)
 		var oe *Error
 		if err == nil || !errors.As(err, &oe) {
 			t.Errorf("%s: %v, want an override Error", c.name, err)

@@ -102,6 +102,9 @@ func Resolve(overrides []v1alpha2.Override, c Cluster) ([]v1alpha2.Override, err
 func resolve(o *v1alpha2.Override, c Cluster) (v1alpha2.Override, error) {
 	out := v1alpha2.Override{Name: o.Name}
 	var err error
+	if out.Components, err = resolveComponents(o.Components, c); err != nil {
+		return out, err
+	}
 	sub := func(s string) string {
 		if err != nil {
 			return ""

@@ -46,7 +46,8 @@ type ApplicationConfigurationSpec struct {
 // With none of clusters, clusterSelector and decisionGroups it selects every cluster; with several, a
 // cluster any of them takes.
 //
-// Every string of its image, labels, annotations and patches may take values from the target cluster:
+// Every string of its parameter values, traits, image, labels, annotations and patches may take values
+// from the target cluster (but not the names of what a trait is: its apiVersion, kind, name, namespace):
 // ${cluster.name}, ${cluster.labels[KEY]}, ${cluster.annotations[KEY]} and ${cluster.claims[NAME]} (a
 // ClusterClaim the cluster reports in its ManagedCluster's status.clusterClaims, e.g.
 // region.open-cluster-management.io); $${ is a literal ${. A fact the cluster does not have is an error
@@ -72,6 +73,17 @@ type Override struct {
 	// +listType=set
 	DecisionGroups []string `json:"decisionGroups,omitempty"`
 
+	// Components change entries of spec.components for the selected clusters, as if the AppConfig
+	// said so for them: a parameter value replaces the entry's value of the same name (or is added),
+	// a trait replaces the entry's trait of the same kind (or is added). They apply before the
+	// image, labels, annotations and patches of the same entry. What changes the component's
+	// revision for every cluster — a patch trait, a revision-enabled trait, an inline WorkloadPatch —
+	// belongs in spec.components and is refused here.
+	// +optional
+	// +listType=map
+	// +listMapKey=componentName
+	Components []ComponentOverride `json:"components,omitempty"`
+
 	// Image changes the image of every container (and init container) of a component's workload:
 	// its registry, repository or tag, each one set replacing that part only.
 	// +optional
@@ -88,6 +100,26 @@ type Override struct {
 	// Patches change the rendered objects they target, in order.
 	// +optional
 	Patches []ObjectPatch `json:"patches,omitempty"`
+}
+
+// ComponentOverride changes one entry of spec.components for the clusters an override selects.
+type ComponentOverride struct {
+	// ComponentName is the component of the entry: its componentName, or the component whose
+	// revision its revisionName pins.
+	// +kubebuilder:validation:MinLength=1
+	ComponentName string `json:"componentName"`
+
+	// ParameterValues replace the entry's values of the same names, or are added; each must be a
+	// parameter of the component.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	ParameterValues []ComponentParameterValue `json:"parameterValues,omitempty"`
+
+	// Traits replace the entry's trait of the same apiVersion group and kind (taking its name unless
+	// they name themselves), or are added beside the others.
+	// +optional
+	Traits []ComponentTrait `json:"traits,omitempty"`
 }
 
 // ImageOverride changes parts of the images of a component's containers.

@@ -1,4 +1,4 @@
-package hub
+package render
 
 import (
 	"cmp"
@@ -12,36 +12,26 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/fieldpath"
+	"github.com/ferry-mc/ferry/pkg/override"
 )
 
-// Labels and the annotation every rendered object carries (see v1alpha2).
-const (
-	LabelAppName      = v1alpha2.LabelAppName
-	LabelComponent    = v1alpha2.LabelComponent
-	LabelRevision     = v1alpha2.LabelRevision
-	LabelResourceType = v1alpha2.LabelResourceType
-	AnnotationAppGen  = v1alpha2.AnnotationAppGen
-
-	ResourceTypeWorkload = v1alpha2.ResourceTypeWorkload
-	ResourceTypeTrait    = v1alpha2.ResourceTypeTrait
-)
-
-// ResolvedComponent is the spec an AppConfig entry renders, and which revision of which component it is.
-type ResolvedComponent struct {
+// Resolved is the spec an AppConfig entry renders, and which revision of which component it is.
+type Resolved struct {
 	ComponentName string
 	RevisionName  string
 	Spec          *v1alpha2.ComponentSpec
 }
 
-// RenderInput is what rendering an AppConfig needs from the hub. Every function of it only reads:
+// Input is what rendering an AppConfig needs from the hub. Every function of it only reads:
 // rendering writes nothing, so that the same input renders the same result — what a rollout needs to
 // render a revision again — and what rendering asks to be written (patch-trait objects to publish, a
 // patched revision to record) is returned for the caller to write.
-type RenderInput struct {
+type Input struct {
 	App *v1alpha2.ApplicationConfiguration
 	// Component resolves an entry: by componentName to the component's latest revision, by revisionName
 	// to that revision.
-	Component func(entry v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error)
+	Component func(entry v1alpha2.ApplicationConfigurationComponent) (Resolved, error)
 	// TraitDefinition returns the definition of a trait object's kind.
 	TraitDefinition func(trait *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error)
 	// PublishedPatches returns the patches a component's patch-trait objects publish on the hub, in
@@ -59,12 +49,12 @@ type RenderInput struct {
 }
 
 // clusterScoped applies in.ClusterScoped to obj's kind.
-func (in RenderInput) clusterScoped(obj *unstructured.Unstructured) bool {
+func (in Input) clusterScoped(obj *unstructured.Unstructured) bool {
 	return in.ClusterScoped != nil && in.ClusterScoped(obj.GroupVersionKind())
 }
 
-// RenderedComponent is one component of an AppConfig as it is delivered.
-type RenderedComponent struct {
+// Component is one component of an AppConfig as it is delivered.
+type Component struct {
 	ComponentName string
 	RevisionName  string
 	Workload      *unstructured.Unstructured
@@ -78,6 +68,9 @@ type RenderedComponent struct {
 	// PatchTraits (definition.patch) change the workload itself instead of being delivered:
 	// these are their objects on the hub, named and labelled.
 	PatchTraits []*unstructured.Unstructured
+	// Parameters are those the component's revision declares: overrides of the component's parameter
+	// values write the same fields.
+	Parameters []v1alpha2.ComponentParameter
 	// RevisionEnabled is set when a trait's definition is revisionEnabled: every revision gets a
 	// workload of its own, and those of earlier revisions stay for the trait (a rollout) to retire.
 	RevisionEnabled bool
@@ -86,14 +79,14 @@ type RenderedComponent struct {
 	NewRevision *v1alpha2.ComponentSpec
 }
 
-// RenderError is an AppConfig that cannot be rendered as written; nothing of it should be delivered.
-type RenderError struct {
+// Error is an AppConfig that cannot be rendered as written; nothing of it should be delivered.
+type Error struct {
 	Component string
 	Reason    string // a condition reason: ComponentNotFound, UnknownParameter, ...
 	Message   string
 }
 
-func (e *RenderError) Error() string {
+func (e *Error) Error() string {
 	if e.Component == "" {
 		return e.Message // about the application as a whole
 	}
@@ -102,8 +95,8 @@ func (e *RenderError) Error() string {
 
 // Render turns every component of the AppConfig into its workload and traits. It fails as a whole on
 // the first component that cannot be rendered, so that nothing half-rendered is delivered.
-func Render(in RenderInput) ([]RenderedComponent, error) {
-	out := make([]RenderedComponent, 0, len(in.App.Spec.Components))
+func Render(in Input) ([]Component, error) {
+	out := make([]Component, 0, len(in.App.Spec.Components))
 	for _, entry := range in.App.Spec.Components {
 		rc, err := renderComponent(in, entry)
 		if err != nil {
@@ -114,7 +107,7 @@ func Render(in RenderInput) ([]RenderedComponent, error) {
 	return out, nil
 }
 
-func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent) (RenderedComponent, error) {
+func renderComponent(in Input, entry v1alpha2.ApplicationConfigurationComponent) (Component, error) {
 	name := cmp.Or(entry.ComponentName, entry.RevisionName)
 	resolved, err := in.Component(entry)
 	if err != nil {
@@ -122,9 +115,9 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		if entry.RevisionName != "" {
 			ref = "revisionName " + entry.RevisionName
 		}
-		return RenderedComponent{}, &RenderError{Component: name, Reason: "ComponentNotFound", Message: fmt.Sprintf("%s: %v", ref, err)}
+		return Component{}, &Error{Component: name, Reason: "ComponentNotFound", Message: fmt.Sprintf("%s: %v", ref, err)}
 	}
-	rc := RenderedComponent{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName, WorkloadStrategy: entry.UpdateStrategy}
+	rc := Component{ComponentName: resolved.ComponentName, RevisionName: resolved.RevisionName, WorkloadStrategy: entry.UpdateStrategy}
 	// Traits first decide the workload's name: a revision-enabled trait, or a pinned revision, makes
 	// one workload per revision. Patch traits decide its spec.
 	traits, err := sortTraits(in, entry, &rc)
@@ -135,6 +128,7 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 	if err != nil {
 		return rc, err
 	}
+	rc.Parameters = spec.Parameters
 	workloadName := resolved.ComponentName
 	if entry.RevisionName != "" || rc.RevisionEnabled {
 		workloadName = rc.RevisionName
@@ -154,12 +148,12 @@ func renderComponent(in RenderInput, entry v1alpha2.ApplicationConfigurationComp
 		}
 		if path := traits.defs[i].Spec.WorkloadRefPath; path != "" {
 			ref := map[string]any{"apiVersion": rc.Workload.GetAPIVersion(), "kind": rc.Workload.GetKind(), "name": workloadName}
-			if err := setFieldPath(trait.Object, path, ref); err != nil {
-				return rc, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait",
+			if err := fieldpath.Set(trait.Object, path, ref); err != nil {
+				return rc, &Error{Component: rc.ComponentName, Reason: "InvalidTrait",
 					Message: fmt.Sprintf("trait %s: workloadRefPath of its definition %s: %v", trait.GetKind(), traits.defs[i].Name, err)}
 			}
 		}
-		stamp(trait, in.App, rc, ResourceTypeTrait)
+		stamp(trait, in.App, rc, v1alpha2.ResourceTypeTrait)
 		rc.Traits = append(rc.Traits, trait)
 	}
 	return rc, nil
@@ -176,25 +170,25 @@ type componentTraits struct {
 // sortTraits decodes an entry's traits and sorts them: inline patches, patch traits (rc.PatchTraits,
 // named and labelled as the hub keeps them beside the AppConfig) and the traits delivered beside the
 // workload, whose strategies and revision-enabled definitions it notes in rc.
-func sortTraits(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent, rc *RenderedComponent) (componentTraits, error) {
+func sortTraits(in Input, entry v1alpha2.ApplicationConfigurationComponent, rc *Component) (componentTraits, error) {
 	var out componentTraits
 	app, patchKinds := in.App, map[string]int{}
 	for i, t := range entry.Traits {
 		trait := &unstructured.Unstructured{}
 		if err := json.Unmarshal(t.Trait.Raw, &trait.Object); err != nil || trait.Object == nil {
-			return out, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
+			return out, &Error{Component: rc.ComponentName, Reason: "InvalidTrait", Message: fmt.Sprintf("traits[%d] is not an object: %v", i, err)}
 		}
 		if isInlinePatch(trait) {
 			p, err := inlinePatch(trait)
 			if err != nil {
-				return out, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: fmt.Sprintf("traits[%d]: %v", i, err)}
+				return out, &Error{Component: rc.ComponentName, Reason: "InvalidPatch", Message: fmt.Sprintf("traits[%d]: %v", i, err)}
 			}
 			out.patches = append(out.patches, p)
 			continue
 		}
 		def, err := in.TraitDefinition(trait)
 		if err != nil {
-			return out, &RenderError{Component: rc.ComponentName, Reason: "TraitDefinitionNotFound",
+			return out, &Error{Component: rc.ComponentName, Reason: "TraitDefinitionNotFound",
 				Message: fmt.Sprintf("traits[%d] (%s %s): %v", i, trait.GetAPIVersion(), trait.GetKind(), err)}
 		}
 		if def.Spec.Patch {
@@ -208,8 +202,8 @@ func sortTraits(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[LabelAppName], labels[LabelComponent], labels[LabelResourceType] = app.Name, rc.ComponentName, ResourceTypeTrait
-			labels[LabelAppConfigNamespace], labels[LabelAppConfigName] = app.Namespace, app.Name
+			labels[v1alpha2.LabelAppName], labels[v1alpha2.LabelComponent], labels[v1alpha2.LabelResourceType] = app.Name, rc.ComponentName, v1alpha2.ResourceTypeTrait
+			labels[v1alpha2.LabelAppConfigNamespace], labels[v1alpha2.LabelAppConfigName] = app.Namespace, app.Name
 			trait.SetLabels(labels)
 			rc.PatchTraits = append(rc.PatchTraits, trait)
 			continue
@@ -225,11 +219,11 @@ func sortTraits(in RenderInput, entry v1alpha2.ApplicationConfigurationComponent
 // in. The patched spec is a revision of its own: a change of any patch makes a new one (rc.RevisionName,
 // rc.NewRevision when no revision holds it yet), and a revision-enabled trait then rolls out to it like
 // to any other revision.
-func patchedSpec(in RenderInput, spec *v1alpha2.ComponentSpec, inline []Patch, rc *RenderedComponent) (*v1alpha2.ComponentSpec, error) {
+func patchedSpec(in Input, spec *v1alpha2.ComponentSpec, inline []Patch, rc *Component) (*v1alpha2.ComponentSpec, error) {
 	patches := inline
 	if len(rc.PatchTraits) > 0 {
 		if in.PublishedPatches == nil {
-			return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
+			return nil, &Error{Component: rc.ComponentName, Reason: "InvalidTrait", Message: "patch traits are not supported here"}
 		}
 		published, err := in.PublishedPatches(rc.ComponentName, rc.PatchTraits)
 		var pending *PatchesPendingError
@@ -246,10 +240,10 @@ func patchedSpec(in RenderInput, spec *v1alpha2.ComponentSpec, inline []Patch, r
 	}
 	spec, err := patchSpec(spec, patches)
 	if err != nil {
-		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: err.Error()}
+		return nil, &Error{Component: rc.ComponentName, Reason: "InvalidPatch", Message: err.Error()}
 	}
 	if in.PatchedRevision == nil {
-		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
+		return nil, &Error{Component: rc.ComponentName, Reason: "InvalidPatch", Message: "patched revisions are not supported here"}
 	}
 	var isNew bool
 	if rc.RevisionName, isNew, err = in.PatchedRevision(rc.ComponentName, spec); err != nil {
@@ -263,19 +257,19 @@ func patchedSpec(in RenderInput, spec *v1alpha2.ComponentSpec, inline []Patch, r
 
 // renderWorkload is spec's workload with the parameter values set, named name, in the AppConfig's
 // namespace unless it names its own or is of a kind the hub knows is cluster-scoped, stamped.
-func renderWorkload(in RenderInput, spec *v1alpha2.ComponentSpec, values []v1alpha2.ComponentParameterValue, rc RenderedComponent, name string) (*unstructured.Unstructured, error) {
+func renderWorkload(in Input, spec *v1alpha2.ComponentSpec, values []v1alpha2.ComponentParameterValue, rc Component, name string) (*unstructured.Unstructured, error) {
 	workload := &unstructured.Unstructured{}
 	if err := json.Unmarshal(spec.Workload.Raw, &workload.Object); err != nil || workload.Object == nil {
-		return nil, &RenderError{Component: rc.ComponentName, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", rc.RevisionName, err)}
+		return nil, &Error{Component: rc.ComponentName, Reason: "InvalidWorkload", Message: fmt.Sprintf("spec.workload of revision %s is not an object: %v", rc.RevisionName, err)}
 	}
 	if err := setParameters(workload, spec.Parameters, values); err != nil {
-		return nil, &RenderError{Component: rc.ComponentName, Reason: err.reason, Message: err.message}
+		return nil, &Error{Component: rc.ComponentName, Reason: err.reason, Message: err.message}
 	}
 	workload.SetName(name)
 	if workload.GetNamespace() == "" && !in.clusterScoped(workload) {
 		workload.SetNamespace(in.App.Namespace)
 	}
-	stamp(workload, in.App, rc, ResourceTypeWorkload)
+	stamp(workload, in.App, rc, v1alpha2.ResourceTypeWorkload)
 	return workload, nil
 }
 
@@ -312,21 +306,21 @@ func patchSpec(spec *v1alpha2.ComponentSpec, patches []Patch) (*v1alpha2.Compone
 }
 
 // stamp puts the labels and the annotation of rendered objects on obj.
-func stamp(obj *unstructured.Unstructured, app *v1alpha2.ApplicationConfiguration, rc RenderedComponent, resourceType string) {
+func stamp(obj *unstructured.Unstructured, app *v1alpha2.ApplicationConfiguration, rc Component, resourceType string) {
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[LabelAppName] = app.Name
-	labels[LabelComponent] = rc.ComponentName
-	labels[LabelRevision] = rc.RevisionName
-	labels[LabelResourceType] = resourceType
+	labels[v1alpha2.LabelAppName] = app.Name
+	labels[v1alpha2.LabelComponent] = rc.ComponentName
+	labels[v1alpha2.LabelRevision] = rc.RevisionName
+	labels[v1alpha2.LabelResourceType] = resourceType
 	obj.SetLabels(labels)
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[AnnotationAppGen] = strconv.FormatInt(app.Generation, 10)
+	ann[v1alpha2.AnnotationAppGen] = strconv.FormatInt(app.Generation, 10)
 	obj.SetAnnotations(ann)
 }
 
@@ -342,7 +336,7 @@ func setParameters(workload *unstructured.Unstructured, params []v1alpha2.Compon
 	for _, v := range values {
 		p, ok := byName[v.Name]
 		if !ok {
-			return &parameterError{"UnknownParameter", fmt.Sprintf("parameter %q is not a parameter of the component (it has %s)", v.Name, names(params))}
+			return &parameterError{"UnknownParameter", fmt.Sprintf("parameter %q is not a parameter of the component (it has %s)", v.Name, override.ParameterNames(params))}
 		}
 		given[v.Name] = true
 		var value any
@@ -350,7 +344,7 @@ func setParameters(workload *unstructured.Unstructured, params []v1alpha2.Compon
 			return &parameterError{"InvalidParameterValue", fmt.Sprintf("parameter %q: %v", v.Name, err)}
 		}
 		for _, path := range p.FieldPaths {
-			if err := setFieldPath(workload.Object, path, value); err != nil {
+			if err := fieldpath.Set(workload.Object, path, value); err != nil {
 				return &parameterError{"InvalidParameterValue", fmt.Sprintf("parameter %q: %v", v.Name, err)}
 			}
 		}
@@ -361,15 +355,4 @@ func setParameters(workload *unstructured.Unstructured, params []v1alpha2.Compon
 		}
 	}
 	return nil
-}
-
-func names(params []v1alpha2.ComponentParameter) string {
-	if len(params) == 0 {
-		return "none"
-	}
-	out := make([]string, len(params))
-	for i, p := range params {
-		out[i] = strconv.Quote(p.Name)
-	}
-	return strings.Join(out, ", ")
 }

@@ -1,4 +1,4 @@
-package hub
+package render
 
 import (
 	"errors"
@@ -21,7 +21,7 @@ func raw(s string) runtime.RawExtension { return runtime.RawExtension{Raw: []byt
 // fixture is an AppConfig "shop" (generation 3) of component "web", whose latest revision is web-v2,
 // with a ManualScalerTrait definition (workloadRefPath spec.workloadRef) and a revision-enabled
 // RolloutTrait definition.
-func renderInput(entry v1alpha2.ApplicationConfigurationComponent) RenderInput {
+func renderInput(entry v1alpha2.ApplicationConfigurationComponent) Input {
 	app := &v1alpha2.ApplicationConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "prod", Generation: 3},
 		Spec:       v1alpha2.ApplicationConfigurationSpec{Components: []v1alpha2.ApplicationConfigurationComponent{entry}},
@@ -39,16 +39,16 @@ func renderInput(entry v1alpha2.ApplicationConfigurationComponent) RenderInput {
 		"NodeSelectorTrait":    {ObjectMeta: metav1.ObjectMeta{Name: "nodeselectortraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
 		"SecurityContextTrait": {ObjectMeta: metav1.ObjectMeta{Name: "securitycontexttraits.core.oam.dev"}, Spec: v1alpha2.TraitDefinitionSpec{Patch: true}},
 	}
-	return RenderInput{
+	return Input{
 		App: app,
-		Component: func(e v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
+		Component: func(e v1alpha2.ApplicationConfigurationComponent) (Resolved, error) {
 			switch {
 			case e.ComponentName == "web":
-				return ResolvedComponent{ComponentName: "web", RevisionName: "web-v2", Spec: spec}, nil
+				return Resolved{ComponentName: "web", RevisionName: "web-v2", Spec: spec}, nil
 			case e.RevisionName == "web-v1":
-				return ResolvedComponent{ComponentName: "web", RevisionName: "web-v1", Spec: spec}, nil
+				return Resolved{ComponentName: "web", RevisionName: "web-v1", Spec: spec}, nil
 			}
-			return ResolvedComponent{}, errors.New("no such component or revision")
+			return Resolved{}, errors.New("no such component or revision")
 		},
 		TraitDefinition: func(t *unstructured.Unstructured) (*v1alpha2.TraitDefinition, error) {
 			if d, ok := defs[t.GetKind()]; ok {
@@ -84,17 +84,17 @@ func TestRenderWorkloadWithParametersLabelsAndTraits(t *testing.T) {
 	if got, _, _ := unstructured.NestedFieldNoCopy(w.Object, "spec", "replicas"); got != float64(3) {
 		t.Errorf("replicas = %v (%T), want the number 3", got, got)
 	}
-	wantLabels := map[string]string{LabelAppName: "shop", LabelComponent: "web", LabelRevision: "web-v2", LabelResourceType: "WORKLOAD"}
+	wantLabels := map[string]string{v1alpha2.LabelAppName: "shop", v1alpha2.LabelComponent: "web", v1alpha2.LabelRevision: "web-v2", v1alpha2.LabelResourceType: "WORKLOAD"}
 	for k, v := range wantLabels {
 		if w.GetLabels()[k] != v {
 			t.Errorf("workload label %s = %q, want %q", k, w.GetLabels()[k], v)
 		}
 	}
-	if w.GetAnnotations()[AnnotationAppGen] != "3" {
-		t.Errorf("generation annotation = %q, want 3", w.GetAnnotations()[AnnotationAppGen])
+	if w.GetAnnotations()[v1alpha2.AnnotationAppGen] != "3" {
+		t.Errorf("generation annotation = %q, want 3", w.GetAnnotations()[v1alpha2.AnnotationAppGen])
 	}
 	tr := out[0].Traits[0]
-	if tr.GetName() != "web-manualscalertrait" || tr.GetLabels()[LabelResourceType] != "TRAIT" || tr.GetNamespace() != "prod" {
+	if tr.GetName() != "web-manualscalertrait" || tr.GetLabels()[v1alpha2.LabelResourceType] != "TRAIT" || tr.GetNamespace() != "prod" {
 		t.Errorf("trait %s/%s labels %v", tr.GetNamespace(), tr.GetName(), tr.GetLabels())
 	}
 	ref, _, _ := unstructured.NestedMap(tr.Object, "spec", "workloadRef")
@@ -121,15 +121,15 @@ func TestRenderNamesTheWorkloadAfterTheRevisionWhenRevisionsMatter(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := out[0].Workload; w.GetName() != "web-v1" || w.GetLabels()[LabelRevision] != "web-v1" {
-		t.Errorf("pinned workload = %s (revision label %s), want web-v1", w.GetName(), w.GetLabels()[LabelRevision])
+	if w := out[0].Workload; w.GetName() != "web-v1" || w.GetLabels()[v1alpha2.LabelRevision] != "web-v1" {
+		t.Errorf("pinned workload = %s (revision label %s), want web-v1", w.GetName(), w.GetLabels()[v1alpha2.LabelRevision])
 	}
 }
 
 // withPatches makes in's patch traits publish the patches given by trait kind (a missing kind is not
 // Ready) and finds patched specs among revisions by content, naming a new one web-v10, web-v11, ...
 // Rendering only reads: record writes what it asks for, as the hub does.
-func withPatches(in RenderInput, published map[string]string) (RenderInput, map[string]*v1alpha2.ComponentSpec) {
+func withPatches(in Input, published map[string]string) (Input, map[string]*v1alpha2.ComponentSpec) {
 	revisions := map[string]*v1alpha2.ComponentSpec{}
 	in.PublishedPatches = func(component string, traits []*unstructured.Unstructured) ([]Patch, error) {
 		var out []Patch
@@ -159,7 +159,7 @@ func withPatches(in RenderInput, published map[string]string) (RenderInput, map[
 }
 
 // record records the new revisions rendering named, as the hub does after rendering.
-func record(revisions map[string]*v1alpha2.ComponentSpec, rendered []RenderedComponent) {
+func record(revisions map[string]*v1alpha2.ComponentSpec, rendered []Component) {
 	for _, rc := range rendered {
 		if rc.NewRevision != nil {
 			revisions[rc.RevisionName] = rc.NewRevision
@@ -211,7 +211,7 @@ func TestRenderMergesEveryPatchIntoTheWorkloadAsARevisionOfItsOwn(t *testing.T) 
 		t.Errorf("delivered traits %d (strategies %d), want only the RolloutTrait", len(rc.Traits), len(rc.TraitStrategies))
 	}
 	if len(rc.PatchTraits) != 2 || rc.PatchTraits[0].GetName() != "shop-web-nodeselectortrait" || rc.PatchTraits[0].GetNamespace() != "prod" ||
-		rc.PatchTraits[0].GetLabels()[LabelAppConfigName] != "shop" {
+		rc.PatchTraits[0].GetLabels()[v1alpha2.LabelAppConfigName] != "shop" {
 		t.Errorf("patch-trait objects %v: want them named after the AppConfig and component, in its namespace, labelled back to it", rc.PatchTraits)
 	}
 	if ref, _, _ := unstructured.NestedString(rc.Traits[0].Object, "spec", "targetRef", "name"); ref != "web-v10" {
@@ -286,7 +286,7 @@ func TestRenderRefusesAPatchThatDoesNotApply(t *testing.T) {
 		Traits:          []v1alpha2.ComponentTrait{trait("NodeSelectorTrait", `{}`)}}),
 		map[string]string{"NodeSelectorTrait": `[{"op":"replace","path":"/spec/nothing/here","value":1}]`})
 	_, err := Render(in)
-	var re *RenderError
+	var re *Error
 	if !errors.As(err, &re) || re.Reason != "InvalidPatch" || !strings.Contains(re.Message, "NodeSelectorTrait") {
 		t.Fatalf("got %v, want an InvalidPatch error naming the trait", err)
 	}
@@ -310,7 +310,7 @@ func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := Render(renderInput(c.entry))
-			var re *RenderError
+			var re *Error
 			if !errors.As(err, &re) || re.Reason != c.reason || !strings.Contains(re.Message, c.says) {
 				t.Fatalf("error = %v, want reason %s mentioning %s", err, c.reason, c.says)
 			}
@@ -318,28 +318,6 @@ func TestRenderRefusesWhatCannotBeRendered(t *testing.T) {
 				t.Errorf("something was rendered: %v", out)
 			}
 		})
-	}
-}
-
-func TestSetFieldPath(t *testing.T) {
-	obj := map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a"}}}}
-	for path, value := range map[string]any{
-		"spec.containers[0].image":            "x",
-		"metadata.labels[app.oam.dev/tier]":   "web",
-		".spec.replicas":                      float64(2),
-		"spec.template.metadata.labels[team]": "t",
-	} {
-		if err := setFieldPath(obj, path, value); err != nil {
-			t.Errorf("%s: %v", path, err)
-		}
-	}
-	if obj["metadata"].(map[string]any)["labels"].(map[string]any)["app.oam.dev/tier"] != "web" {
-		t.Errorf("bracketed key not set: %v", obj["metadata"])
-	}
-	for _, bad := range []string{"spec.containers[3].image", "spec.containers.image", "spec[0]", "spec.x[", ""} {
-		if err := setFieldPath(obj, bad, "v"); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
 	}
 }
 
@@ -351,8 +329,8 @@ func TestRenderLeavesClusterScopedKindsOutOfTheNamespace(t *testing.T) {
 		Traits: []v1alpha2.ComponentTrait{{Trait: raw(`{"apiVersion":"core.oam.dev/v1alpha2","kind":"ManualScalerTrait","spec":{"replicaCount":2}}`)}}})
 	grab := &v1alpha2.ComponentSpec{Workload: raw(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding",` +
 		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"prod"}]}`)}
-	in.Component = func(v1alpha2.ApplicationConfigurationComponent) (ResolvedComponent, error) {
-		return ResolvedComponent{ComponentName: "web", RevisionName: "web-v2", Spec: grab}, nil
+	in.Component = func(v1alpha2.ApplicationConfigurationComponent) (Resolved, error) {
+		return Resolved{ComponentName: "web", RevisionName: "web-v2", Spec: grab}, nil
 	}
 	for _, tc := range []struct {
 		name          string
@@ -386,14 +364,14 @@ func TestBuildManifestWorkRefusesWhatOCMWouldRefuse(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": "prod"}, "data": map[string]any{"blob": strings.Repeat("x", size)}}}
 	}
-	small := RenderedComponent{ComponentName: "small", Workload: configMap("small", 10<<10)}
-	if _, err := BuildManifestWork(app, "c1", []RenderedComponent{small}, ApplyOnceOff, nil); err != nil {
+	small := Component{ComponentName: "small", Workload: configMap("small", 10<<10)}
+	if _, err := BuildManifestWork(app, "c1", []Component{small}, ApplyOnceOff, nil); err != nil {
 		t.Fatalf("10 KiB: %v", err)
 	}
-	huge := RenderedComponent{ComponentName: "huge", Workload: configMap("huge", 400<<10)}
-	medium := RenderedComponent{ComponentName: "medium", Workload: configMap("medium", 150<<10)}
-	_, err := BuildManifestWork(app, "c1", []RenderedComponent{small, huge, medium}, ApplyOnceOff, nil)
-	var re *RenderError
+	huge := Component{ComponentName: "huge", Workload: configMap("huge", 400<<10)}
+	medium := Component{ComponentName: "medium", Workload: configMap("medium", 150<<10)}
+	_, err := BuildManifestWork(app, "c1", []Component{small, huge, medium}, ApplyOnceOff, nil)
+	var re *Error
 	if !errors.As(err, &re) || re.Reason != "ManifestsTooLarge" || re.Component != "huge" || !strings.Contains(re.Message, "500 KiB") {
 		t.Errorf("560 KiB of manifests: %v, want ManifestsTooLarge naming component huge and the limit", err)
 	}

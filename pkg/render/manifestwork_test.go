@@ -1,4 +1,4 @@
-package hub
+package render
 
 import (
 	"encoding/json"
@@ -12,13 +12,13 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 )
 
-func renderedShop(t *testing.T, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []RenderedComponent) {
+func renderedShop(t *testing.T, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []Component) {
 	t.Helper()
 	return renderedShopAt(t, 0, entry)
 }
 
 // renderedShopAt is renderedShop with the AppConfig at generation (0: as renderInput has it).
-func renderedShopAt(t *testing.T, generation int64, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []RenderedComponent) {
+func renderedShopAt(t *testing.T, generation int64, entry v1alpha2.ApplicationConfigurationComponent) (*v1alpha2.ApplicationConfiguration, []Component) {
 	t.Helper()
 	in := renderInput(entry)
 	if generation != 0 {
@@ -76,7 +76,7 @@ func TestManifestWorkHoldsWorkloadThenTraitsIdentifiedForTheAgent(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mw.Name != "prod.shop" || mw.Namespace != "cluster1" || mw.Labels[LabelAppConfigName] != "shop" || mw.Labels[LabelAppConfigNamespace] != "prod" {
+	if mw.Name != "prod.shop" || mw.Namespace != "cluster1" || mw.Labels[v1alpha2.LabelAppConfigName] != "shop" || mw.Labels[v1alpha2.LabelAppConfigNamespace] != "prod" {
 		t.Errorf("work %s/%s labels %v", mw.Namespace, mw.Name, mw.Labels)
 	}
 	if len(mw.Spec.Workload.Manifests) != 2 {
@@ -107,7 +107,7 @@ func TestManifestWorkHoldsWorkloadThenTraitsIdentifiedForTheAgent(t *testing.T) 
 // in the work beside the new one; without one, the workload is replaced.
 func TestManifestWorkKeepsEarlierRevisionWorkloadsOfRevisionEnabledComponents(t *testing.T) {
 	image := []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:2"`)}}
-	build := func(entry v1alpha2.ApplicationConfigurationComponent) (*workv1.ManifestWork, []RenderedComponent) {
+	build := func(entry v1alpha2.ApplicationConfigurationComponent) (*workv1.ManifestWork, []Component) {
 		app, rendered := renderedShop(t, entry)
 		mw, err := BuildManifestWork(app, "cluster1", rendered, ApplyOnceOff, nil)
 		if err != nil {
@@ -156,8 +156,8 @@ func TestManifestWorkRetiresTheOldestEarlierRevisions(t *testing.T) {
 	workload := func(component string, n int) workv1.Manifest {
 		rev := component + "-v" + strconv.Itoa(n)
 		return workv1.Manifest{RawExtension: raw(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"` + rev +
-			`","namespace":"prod","labels":{"` + LabelComponent + `":"` + component + `","` + LabelRevision + `":"` + rev +
-			`","` + LabelResourceType + `":"` + ResourceTypeWorkload + `"}}}`)}
+			`","namespace":"prod","labels":{"` + v1alpha2.LabelComponent + `":"` + component + `","` + v1alpha2.LabelRevision + `":"` + rev +
+			`","` + v1alpha2.LabelResourceType + `":"` + v1alpha2.ResourceTypeWorkload + `"}}}`)}
 	}
 	have := &workv1.ManifestWork{}
 	for _, m := range []workv1.Manifest{workload("web", 1), workload("db", 1), workload("web", 2), workload("web", 3), workload("db", 2)} {
@@ -165,7 +165,7 @@ func TestManifestWorkRetiresTheOldestEarlierRevisions(t *testing.T) {
 	}
 	want := &workv1.ManifestWork{}
 	want.Spec.Workload.Manifests = []workv1.Manifest{workload("web", 4), workload("db", 3)}
-	rendered := []RenderedComponent{
+	rendered := []Component{
 		{ComponentName: "web", RevisionName: "web-v4", RevisionEnabled: true},
 		{ComponentName: "db", RevisionName: "db-v3", RevisionEnabled: true},
 	}
@@ -198,7 +198,7 @@ func TestManifestWorkCarriesTheAppConfigsExecutor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setSpecHash(mw, app.Generation); err != nil {
+		if err := SetSpecHash(mw, app.Generation); err != nil {
 			t.Fatal(err)
 		}
 		if e := app.Spec.Executor; e != nil {
@@ -210,7 +210,7 @@ func TestManifestWorkCarriesTheAppConfigsExecutor(t *testing.T) {
 		} else if mw.Spec.Executor != nil {
 			t.Errorf("work executor %+v, want none", mw.Spec.Executor)
 		}
-		return mw.Annotations[AnnotationSpecHash]
+		return mw.Annotations[v1alpha2.AnnotationSpecHash]
 	}
 	none := hashOf()
 	app.Spec.Executor = &v1alpha2.Executor{Subject: v1alpha2.ExecutorSubject{Type: "ServiceAccount",
@@ -237,14 +237,14 @@ func TestSpecHashLeavesOutTheGenerationStamp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stamp := fmt.Sprintf(`%q:"%d"`, AnnotationAppGen, generation)
+		stamp := fmt.Sprintf(`%q:"%d"`, v1alpha2.AnnotationAppGen, generation)
 		if !strings.Contains(string(mw.Spec.Workload.Manifests[0].Raw), stamp) {
 			t.Fatalf("the workload is not stamped %s: %s", stamp, mw.Spec.Workload.Manifests[0].Raw)
 		}
-		if err := setSpecHash(mw, generation); err != nil {
+		if err := SetSpecHash(mw, generation); err != nil {
 			t.Fatal(err)
 		}
-		return mw.Annotations[AnnotationSpecHash]
+		return mw.Annotations[v1alpha2.AnnotationSpecHash]
 	}
 	if a, b := hashAt(3, "nginx:2"), hashAt(4, "nginx:2"); a != b {
 		t.Errorf("generations 3 and 4 rendering the same objects: hashes %s and %s, want the same", a, b)

@@ -1,4 +1,4 @@
-package hub
+package fieldpath
 
 import (
 	"fmt"
@@ -6,16 +6,16 @@ import (
 	"strings"
 )
 
-// fieldPathStep is one step of a field path: a map key, or a list index when index >= 0.
-type fieldPathStep struct {
+// step is one step of a field path: a map key, or a list index when index >= 0.
+type step struct {
 	key   string
 	index int
 }
 
-// parseFieldPath reads the field paths Component parameters use, e.g.
+// parse reads the field paths Component parameters use, e.g.
 // "spec.template.spec.containers[0].image" or "metadata.labels[app.oam.dev/tier]".
-func parseFieldPath(path string) ([]fieldPathStep, error) {
-	var steps []fieldPathStep
+func parse(path string) ([]step, error) {
+	var steps []step
 	rest := strings.TrimPrefix(path, ".")
 	for rest != "" {
 		switch rest[0] {
@@ -26,9 +26,9 @@ func parseFieldPath(path string) ([]fieldPathStep, error) {
 			}
 			inner := rest[1:end]
 			if i, err := strconv.Atoi(inner); err == nil && i >= 0 {
-				steps = append(steps, fieldPathStep{index: i})
+				steps = append(steps, step{index: i})
 			} else if inner != "" {
-				steps = append(steps, fieldPathStep{key: strings.Trim(inner, `"'`), index: -1})
+				steps = append(steps, step{key: strings.Trim(inner, `"'`), index: -1})
 			} else {
 				return nil, fmt.Errorf("field path %q: empty []", path)
 			}
@@ -38,7 +38,7 @@ func parseFieldPath(path string) ([]fieldPathStep, error) {
 			if end < 0 {
 				end = len(rest)
 			}
-			steps = append(steps, fieldPathStep{key: rest[:end], index: -1})
+			steps = append(steps, step{key: rest[:end], index: -1})
 			rest = strings.TrimPrefix(rest[end:], ".")
 		}
 	}
@@ -48,10 +48,10 @@ func parseFieldPath(path string) ([]fieldPathStep, error) {
 	return steps, nil
 }
 
-// setFieldPath sets value at path in obj, creating the maps on the way; list elements must exist
+// Set sets value at path in obj, creating the maps on the way; list elements must exist
 // (a parameter sets a field of a container the workload declares, it does not invent one).
-func setFieldPath(obj map[string]any, path string, value any) error {
-	steps, err := parseFieldPath(path)
+func Set(obj map[string]any, path string, value any) error {
+	steps, err := parse(path)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func setFieldPath(obj map[string]any, path string, value any) error {
 	return nil
 }
 
-func describeSteps(steps []fieldPathStep) string {
+func describeSteps(steps []step) string {
 	var b strings.Builder
 	for _, s := range steps {
 		if s.index >= 0 {

@@ -1,4 +1,4 @@
-package hub
+package render
 
 import (
 	"bytes"
@@ -15,10 +15,6 @@ import (
 // Patch traits change the workload itself. Their patches are merged into the component's
 // spec before the workload is emitted, so the workload is created or changed once, with all of them.
 const (
-	// PatchPhaseReady is the status.phase of a patch trait whose patch is published.
-	PatchPhaseReady = "Ready"
-	// PatchConfigKey is the key of the patch in the ConfigMap a patch trait's status.patchConfig names.
-	PatchConfigKey = "patch"
 	// InlinePatchKind is Ferry's built-in patch trait (apiVersion core.oam.dev/v1alpha2): its spec is
 	// the patch, the same document a patch trait's ConfigMap holds. It needs no TraitDefinition and no
 	// controller, and is never delivered.
