@@ -32,7 +32,7 @@ func newCommand() *cobra.Command {
 		Short: "See what Ferry delivered where: per cluster, per manifest, applied, available, healthy",
 		Long: "kubectl-ferry shows, from the hub, what the Ferry agents report: an ApplicationConfiguration on every cluster it\n" +
 			"is delivered to, one ManifestWork, or the managed clusters; prints the ManifestWork a cluster gets of an\n" +
-			"ApplicationConfiguration; and steers its rollout.\n" +
+			"ApplicationConfiguration; steers its rollout, and shows what one of its revisions changes against another.\n" +
 			"Install it on your PATH and run it as `kubectl ferry`.",
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,

@@ -28,11 +28,11 @@ import (
 func newRolloutCommand(conn *connection) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "The progressive rollout of an ApplicationConfiguration (spec.rollout): status, pause, resume, approve, undo, history",
+		Short: "The progressive rollout of an ApplicationConfiguration (spec.rollout): status, pause, resume, approve, undo, history, diff",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newRolloutStatusCommand(conn), newRolloutPauseCommand(conn), newRolloutResumeCommand(conn),
-		newRolloutApproveCommand(conn), newRolloutUndoCommand(conn), newRolloutHistoryCommand(conn))
+		newRolloutApproveCommand(conn), newRolloutUndoCommand(conn), newRolloutHistoryCommand(conn), newRolloutDiffCommand(conn))
 	return cmd
 }
 
