@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
@@ -52,6 +56,8 @@ type hubClients struct {
 	dynamic  dynamic.Interface          // for ApplicationConfigurations, which have no typed clientset
 	metadata metadata.Interface         // for watches that only signal a change, and for counting
 	apps     appsclient.AppsV1Interface // for the revisions of applications (ControllerRevisions)
+	// mapper maps kinds to resources through the hub's discovery, read when first asked.
+	mapper meta.RESTMapper
 }
 
 func (c *connection) clients() (*hubClients, error) {
@@ -79,6 +85,11 @@ func (c *connection) clients() (*hubClients, error) {
 	if out.apps, err = appsclient.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("hub client: %w", err)
+	}
+	out.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	return out, nil
 }
 

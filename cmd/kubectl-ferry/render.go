@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/apprevision"
 	"github.com/ferry-mc/ferry/pkg/override"
+	"github.com/ferry-mc/ferry/pkg/render"
 )
 
 func newRenderCommand(conn *connection) *cobra.Command {
@@ -29,15 +30,19 @@ func newRenderCommand(conn *connection) *cobra.Command {
 		Short: "What a cluster gets of an application: its ManifestWork, with the overrides that select the cluster applied",
 		Args:  cobra.NoArgs,
 	}
-	var cluster, format string
+	var cluster, format, file, applyOnceOnly string
 	appConfig := &cobra.Command{
-		Use:   "appconfig NAME --cluster CLUSTER [-n NAMESPACE]",
-		Short: "The ManifestWork the AppConfig's current revision gives CLUSTER, from its recorded revision and the cluster's facts",
+		Use:   "appconfig (NAME | -f FILE) --cluster CLUSTER [-n NAMESPACE]",
+		Short: "The ManifestWork the AppConfig's current revision, or one in a file, gives CLUSTER, with the overrides that select it",
 		Long: "Prints the ManifestWork the AppConfig's current revision (the one rolling out, else the latest recorded: kubectl\n" +
 			"ferry rollout history) gives CLUSTER: the revision's spec with the overrides that select the cluster applied, their\n" +
 			"${cluster...} references filled from its ManagedCluster. It reads with your own rights: the AppConfig's revisions,\n" +
-			"and the ManagedCluster (and, for overrides by decision group, the PlacementDecisions) the overrides read.",
-		Args: cobra.ExactArgs(1),
+			"and the ManagedCluster (and, for overrides by decision group, the PlacementDecisions) the overrides read.\n" +
+			"With -f, renders the ApplicationConfiguration of FILE (\"-\": standard input) before it is applied, as ferry-hub would:\n" +
+			"with the Components FILE holds, the hub's others at their latest revision, the hub's TraitDefinitions, and\n" +
+			"--apply-once-only as ferry-hub runs with it. Patch traits, whose controllers publish their patches on the hub, are\n" +
+			"rendered only once applied.",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "" && format != "yaml" && format != "json" {
 				return fmt.Errorf("--output %q: want yaml (the default) or json", format)
@@ -45,11 +50,26 @@ func newRenderCommand(conn *connection) *cobra.Command {
 			if cluster == "" {
 				return fmt.Errorf("--cluster is required: which cluster's ManifestWork to render")
 			}
+			if (len(args) == 1) == (file != "") {
+				return fmt.Errorf("name an AppConfig on the hub, or give one in a file with -f, not both")
+			}
+			mode := render.ApplyOnceOnly(applyOnceOnly)
+			if !slices.Contains([]render.ApplyOnceOnly{render.ApplyOnceOff, render.ApplyOnceOn, render.ApplyOnceForce}, mode) {
+				return fmt.Errorf("--apply-once-only %q: want off, on or force", applyOnceOnly)
+			}
 			ns, clients, err := conn.target()
 			if err != nil {
 				return err
 			}
-			r, err := renderForCluster(cmd.Context(), clients, ns, args[0], cluster)
+			var r *rendered
+			if file != "" {
+				var f *appFile
+				if f, err = readAppFile(file, cmd.InOrStdin(), ns); err == nil {
+					r, err = renderFile(cmd.Context(), clients, file, f, cluster, mode)
+				}
+			} else {
+				r, err = renderForCluster(cmd.Context(), clients, ns, args[0], cluster)
+			}
 			if err != nil {
 				return err
 			}
@@ -57,6 +77,8 @@ func newRenderCommand(conn *connection) *cobra.Command {
 		},
 	}
 	appConfig.Flags().StringVar(&cluster, "cluster", "", "The managed `CLUSTER` to render for.")
+	appConfig.Flags().StringVarP(&file, "filename", "f", "", "Render the ApplicationConfiguration (and the Components) of `FILE` instead of one on the hub.")
+	appConfig.Flags().StringVar(&applyOnceOnly, "apply-once-only", string(render.ApplyOnceOff), "With -f: ferry-hub's --apply-once-only (off, on or force), which sets the strategies rendered.")
 	appConfig.Flags().StringVarP(&format, "output", "o", "", "yaml (the default, after a comment line naming the revision and the overrides) or json.")
 	cmd.AddCommand(appConfig)
 	return cmd
@@ -64,8 +86,10 @@ func newRenderCommand(conn *connection) *cobra.Command {
 
 // rendered is what render prints: a cluster's ManifestWork of a revision, and how it came to be.
 type rendered struct {
-	app       *v1alpha2.ApplicationConfiguration
+	app *v1alpha2.ApplicationConfiguration
+	// revision is the recorded revision rendered, or file the file.
 	revision  *appsv1.ControllerRevision
+	file      string
 	overrides []string // the overrides that selected the cluster, in order
 	work      *workv1.ManifestWork
 	// keepsEarlier: the cluster's work also keeps earlier revisions' workloads (revision-enabled
@@ -99,7 +123,7 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 			return nil, err
 		}
 	}
-	spec, applied, err := override.ForCluster(data.Spec, data.Overrides, data.Components, facts)
+	spec, applied, err := specFor(data, facts)
 	if err != nil {
 		return nil, fmt.Errorf("revision %s cannot be rendered for cluster %s (ferry-hub delivers it nothing and says so on the AppConfig): %w", rev.Name, cluster, err)
 	}
@@ -113,11 +137,10 @@ func renderForCluster(ctx context.Context, clients *hubClients, namespace, name,
 	return &rendered{app: app, revision: rev, overrides: applied, work: work, keepsEarlier: len(data.RevisionEnabled) > 0}, nil
 }
 
-// manifestsFor is what a cluster with facts gets of the revision holding data: its manifests, with the
+// specFor is what a cluster with facts gets of the revision holding data: its work's spec, with the
 // overrides that select the cluster applied, and the names of those overrides in order.
-func manifestsFor(data *apprevision.Data, facts override.Cluster) ([]workv1.Manifest, []string, error) {
-	spec, applied, err := override.ForCluster(data.Spec, data.Overrides, data.Components, facts)
-	return spec.Workload.Manifests, applied, err
+func specFor(data *apprevision.Data, facts override.Cluster) (workv1.ManifestWorkSpec, []string, error) {
+	return override.ForCluster(data.Spec, data.Overrides, data.Components, facts)
 }
 
 // clusterFacts reads what overrides may read of cluster: its ManagedCluster, and its decision groups
@@ -167,7 +190,11 @@ func (r *rendered) write(out io.Writer, format string) error {
 	if len(r.overrides) > 0 {
 		overrides = strings.Join(r.overrides, ", ")
 	}
-	header := fmt.Sprintf("# AppConfig %s, revision %s (%s) for cluster %s; overrides: %s\n", key(r.app), strconv.FormatInt(r.revision.Revision, 10), r.revision.Name, r.work.Namespace, overrides)
+	source := " from " + r.file + " (not applied)"
+	if r.revision != nil {
+		source = fmt.Sprintf(", revision %s (%s)", strconv.FormatInt(r.revision.Revision, 10), r.revision.Name)
+	}
+	header := fmt.Sprintf("# AppConfig %s%s for cluster %s; overrides: %s\n", key(r.app), source, r.work.Namespace, overrides)
 	if r.keepsEarlier {
 		header += "# (the cluster's work also keeps the workloads of earlier revisions of its revision-enabled components)\n"
 	}

@@ -18,6 +18,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
@@ -59,7 +60,8 @@ func TestKubectlFerryRender(t *testing.T) {
 	runHub(t, env)
 	component := &v1alpha2.Component{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: v1alpha2.ComponentSpec{
 		Workload: runtime.RawExtension{Raw: []byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,` +
-			`"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1"}]}}}}`)}}}
+			`"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1"}]}}}}`)},
+		Parameters: []v1alpha2.ComponentParameter{{Name: "replicas", FieldPaths: []string{"spec.replicas"}}}}}
 	app := &v1alpha2.ApplicationConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default"}, Spec: v1alpha2.ApplicationConfigurationSpec{
 		Placement:  &v1alpha2.Placement{Clusters: []string{"eu-1", "us-1", "lab"}},
 		Components: []v1alpha2.ApplicationConfigurationComponent{{ComponentName: "web"}},
@@ -108,8 +110,74 @@ func TestKubectlFerryRender(t *testing.T) {
 		})
 	}
 
-	// What stops a render: a fact the cluster lacks, a cluster that does not exist.
+	// -f renders an AppConfig before it is applied exactly as the hub does once it is: the applied one
+	// gives what the hub delivered; one with a new image of its Component and an override of its
+	// parameters gives that, at the Component revision the hub would record.
+	dir := t.TempDir()
+	writeFile := func(name string, objs ...any) string {
+		t.Helper()
+		var docs []string
+		for _, o := range objs {
+			data, err := yaml.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, string(data))
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	typed := func(o client.Object, kind string) client.Object {
+		o.GetObjectKind().SetGroupVersionKind(v1alpha2.SchemeGroupVersion.WithKind(kind))
+		o.SetResourceVersion("")
+		o.SetManagedFields(nil)
+		return o
+	}
 	var out bytes.Buffer
+	applied := writeFile("applied.yaml", typed(app.DeepCopy(), "ApplicationConfiguration"))
+	if err := kubectlFerry(ctx, env.Hub.Kubeconfig, &out, "render", "appconfig", "-f", applied, "--cluster", "eu-1", "-o", "json"); err != nil {
+		t.Fatalf("render -f of the applied AppConfig: %v\n%s", err, out.String())
+	}
+	fromFile := &workv1.ManifestWork{}
+	if err := json.Unmarshal(out.Bytes(), fromFile); err != nil {
+		t.Fatalf("render -f -o json: %v\n%s", err, out.String())
+	}
+	delivered := &workv1.ManifestWork{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "eu-1", Name: "default.shop"}, delivered); err != nil {
+		t.Fatal(err)
+	}
+	if !sameManifests(delivered.Spec.Workload.Manifests, fromFile.Spec.Workload.Manifests) {
+		t.Errorf("render -f of the applied AppConfig for eu-1:\n%s\nwant what the hub delivered", out.String())
+	}
+	changed := component.DeepCopy()
+	changed.Spec.Workload.Raw = []byte(strings.Replace(string(changed.Spec.Workload.Raw), "nginx:1", "nginx:2", 1))
+	next := app.DeepCopy()
+	next.Spec.Overrides = append(next.Spec.Overrides, v1alpha2.Override{Name: "lab-scale", Clusters: []string{"lab"}, Components: []v1alpha2.ComponentOverride{{
+		ComponentName: "web", ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "replicas", Value: runtime.RawExtension{Raw: []byte(`4`)}}}}}})
+	unapplied := writeFile("next.yaml", typed(next, "ApplicationConfiguration"), typed(changed, "Component"))
+	out.Reset()
+	if err := kubectlFerry(ctx, env.Hub.Kubeconfig, &out, "render", "appconfig", "-f", unapplied, "--cluster", "lab"); err != nil {
+		t.Fatalf("render -f of a changed AppConfig: %v\n%s", err, out.String())
+	}
+	golden(t, "render-file-lab.golden", strings.ReplaceAll(out.String(), dir, "DIR"))
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"shop", "-f", applied}, "not both"},
+		{[]string{"-f", writeFile("component.yaml", typed(changed, "Component"))}, "holds no ApplicationConfiguration"},
+		{[]string{"-f", applied, "--apply-once-only", "sometimes"}, `--apply-once-only "sometimes"`},
+	} {
+		err := kubectlFerry(ctx, env.Hub.Kubeconfig, &out, append([]string{"render", "appconfig", "--cluster", "eu-1"}, bad.args...)...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("render %v: %v, want an error saying %q", bad.args, err, bad.want)
+		}
+	}
+
+	// What stops a render: a fact the cluster lacks, a cluster that does not exist.
 	if err := c.Patch(ctx, app, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"spec":{"overrides":[{"name":"zone","annotations":{"example.com/zone":"${cluster.labels[zone]}"}}]}}`))); err != nil {
 		t.Fatal(err)

@@ -199,13 +199,15 @@ func diffRevisions(ctx context.Context, clients *hubClients, namespace, name str
 			return nil, err
 		}
 	}
-	var manifests [2][]workv1.Manifest
+	var specs [2]workv1.ManifestWorkSpec
 	for i := range data {
 		d.selecting[i] = selecting(data[i].Overrides, facts)
-		manifests[i], _, d.renderErr[i] = manifestsFor(data[i], facts)
+		specs[i], _, d.renderErr[i] = specFor(data[i], facts)
 	}
 	if d.renderErr[0] == nil && d.renderErr[1] == nil {
-		d.objects = compareItems(manifestItems(manifests[0]), manifestItems(manifests[1]), labels, &d.unchanged)
+		// The cluster's own specs: overrides of components change its manifestConfigs too.
+		d.spec = compareItems(specItems(&specs[0]), specItems(&specs[1]), labels, nil)
+		d.objects = compareItems(manifestItems(specs[0].Workload.Manifests), manifestItems(specs[1].Workload.Manifests), labels, &d.unchanged)
 	}
 	return d, nil
 }

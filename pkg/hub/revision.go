@@ -20,12 +20,12 @@ import (
 
 const (
 	// ComponentLabel names, on a ControllerRevision, the Component it is a revision of.
-	ComponentLabel = "controller.oam.dev/component"
+	ComponentLabel = v1alpha2.LabelRevisionOfComponent
 	// PatchedLabel marks a revision holding the component's spec with an AppConfig's patches merged
 	// (patch traits), rather than the component's own spec.
 	PatchedLabel = "ferry.io/patched-from"
 	// specHashLabel identifies the spec a revision holds, so that an unchanged spec makes no revision.
-	specHashLabel = "ferry.io/component-spec-hash"
+	specHashLabel = v1alpha2.LabelComponentSpecHash
 	// DefaultRevisionsKept is how many revisions of a Component are kept besides the latest and those
 	// an AppConfig pins.
 	DefaultRevisionsKept = 10

@@ -32,6 +32,15 @@ const (
 	ResourceTypeTrait    = "TRAIT"
 )
 
+// Labels on the ControllerRevisions of a Component, which ferry-hub records for each spec it has had.
+const (
+	// LabelRevisionOfComponent names the Component a ControllerRevision is a revision of.
+	LabelRevisionOfComponent = "controller.oam.dev/component"
+	// LabelComponentSpecHash identifies the spec a revision holds (the hash of its JSON encoding), so
+	// that an unchanged spec makes no new revision.
+	LabelComponentSpecHash = "ferry.io/component-spec-hash"
+)
+
 // WorkRevision is the hash of the application revision a ManifestWork of ferry-hub carries, from its
 // annotations.
 func WorkRevision(annotations map[string]string) string {
