@@ -45,8 +45,9 @@ func newTargetsCommand(conn *connection) *cobra.Command {
 		Long: "Works out, by the hub's own rules (pkg/placement), the clusters the AppConfig's spec.placement names: its cluster names,\n" +
 			"its clusterSelector, or the PlacementDecisions of its placementRef. Each is TARGETED (gets the ManifestWork) or not, and\n" +
 			"why: it has no ManagedCluster, it is being deleted, or it is in no ManagedClusterSet bound to the AppConfig's namespace.\n" +
-			"STAGE is the spec.rollout stage that takes the cluster, REVISION the revision its ManifestWork carries (- for no work\n" +
-			"yet), OVERRIDES the spec.overrides that select it, in order. --cluster shows one cluster, also one the placement does\n" +
+			"STAGE is the spec.rollout stage that takes the cluster, REVISION the revision its ManifestWork carries (its recorded\n" +
+			"name, as kubectl ferry rollout history lists it, else its hash; - for no work yet), OVERRIDES the spec.overrides that\n" +
+			"select it, in order. --cluster (here a managed cluster, as for render) shows one cluster, also one the placement does\n" +
 			"not match. It reads with your own rights; if you may not list ManagedClusters (a tenant of a shared hub), it prints\n" +
 			"what the AppConfig's status holds instead, and names the right you lack.",
 		Args: cobra.ExactArgs(1),
