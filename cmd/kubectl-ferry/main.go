@@ -47,6 +47,6 @@ func newCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	status.AddCommand(newStatusAppConfigCommand(conn), newStatusWorkCommand(conn))
-	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn), newRenderCommand(conn))
+	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn), newRenderCommand(conn), newTargetsCommand(conn))
 	return cmd
 }

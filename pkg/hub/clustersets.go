@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,111 +14,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/placement"
 )
 
 // A hub several teams share follows Open Cluster Management's model: workloads created in a namespace
-// may only be distributed to the clusters of the ManagedClusterSets bound to that namespace. A
-// ManagedClusterSet groups clusters; a ManagedClusterSetBinding in a namespace, named after its set,
-// projects the set there, and creating one needs `create` on managedclustersets/bind for that set
-// (deploy/hub's admission policy, as OCM's webhook). ferry-hub computes membership itself, from the
-// set's selector, so that a hub without OCM's registration controller holds tenants to it all the
-// same: it does not read the binding's Bound condition, which only that controller writes.
+// may only be distributed to the clusters of the ManagedClusterSets bound to that namespace
+// (pkg/placement holds the rules, BoundSetsOf reads what they apply to).
 
-// BoundSets are the ManagedClusterSets bound to one namespace: what its AppConfigs may reach.
-type BoundSets struct {
-	// Names of the sets, sorted.
-	Names []string
-	// exclusive are the sets of OCM's exclusive label, by name: a cluster's label finds its set at
-	// once, where matching it against ten sets' selectors took as long as placing it.
-	exclusive map[string]bool
-	// selectors are those of the LabelSelector sets.
-	selectors []labels.Selector
-}
-
-// Holds reports whether a cluster is a member of any of the sets.
-func (b BoundSets) Holds(mc *clusterv1.ManagedCluster) bool {
-	if set, ok := mc.Labels[clusterv1beta2.ClusterSetLabel]; ok && b.exclusive[set] {
-		return true
-	}
-	for _, s := range b.selectors {
-		if s.Matches(labels.Set(mc.Labels)) {
-			return true
-		}
-	}
-	return false
-}
-
-// add binds one more set.
-func (b *BoundSets) add(set *clusterv1beta2.ManagedClusterSet) error {
-	if typ := set.Spec.ClusterSelector.SelectorType; typ == "" || typ == clusterv1beta2.ExclusiveClusterSetLabel {
-		if b.exclusive == nil {
-			b.exclusive = map[string]bool{}
-		}
-		b.exclusive[set.Name] = true
-	} else {
-		selector, err := ClusterSetSelector(set)
-		if err != nil {
-			return err
-		}
-		b.selectors = append(b.selectors, selector)
-	}
-	b.Names = append(b.Names, set.Name)
-	return nil
-}
-
-// BoundSetsOf reads, with c, the ManagedClusterSetBindings of namespace and the sets they bind. A
-// binding counts when it is named after its set (as OCM requires) and neither it nor the set is being
-// deleted; a binding of a set that does not exist binds nothing. A set whose selector is invalid binds
-// nothing either.
-func BoundSetsOf(ctx context.Context, c client.Reader, namespace string) (BoundSets, error) {
+// BoundSetsOf reads, with c, the ManagedClusterSetBindings of namespace and the sets of those that
+// count, and returns what they bind (placement.Bind).
+func BoundSetsOf(ctx context.Context, c client.Reader, namespace string) (placement.BoundSets, error) {
 	bindings := &clusterv1beta2.ManagedClusterSetBindingList{}
 	if err := c.List(ctx, bindings, client.InNamespace(namespace)); err != nil {
-		return BoundSets{}, fmt.Errorf("list ManagedClusterSetBindings of namespace %s: %w", namespace, err)
+		return placement.BoundSets{}, fmt.Errorf("list ManagedClusterSetBindings of namespace %s: %w", namespace, err)
 	}
-	var out BoundSets
-	for _, b := range bindings.Items {
-		if b.DeletionTimestamp != nil || b.Name != b.Spec.ClusterSet {
+	sets := make(map[string]*clusterv1beta2.ManagedClusterSet, len(bindings.Items))
+	for i := range bindings.Items {
+		b := &bindings.Items[i]
+		if !placement.Binds(b) {
 			continue
 		}
 		set := &clusterv1beta2.ManagedClusterSet{}
 		if err := c.Get(ctx, client.ObjectKey{Name: b.Spec.ClusterSet}, set); err != nil {
 			if client.IgnoreNotFound(err) == nil {
-				continue
+				continue // binds nothing
 			}
-			return BoundSets{}, fmt.Errorf("read ManagedClusterSet %s: %w", b.Spec.ClusterSet, err)
+			return placement.BoundSets{}, fmt.Errorf("read ManagedClusterSet %s: %w", b.Spec.ClusterSet, err)
 		}
-		if set.DeletionTimestamp != nil {
-			continue
-		}
-		if err := out.add(set); err != nil {
-			continue // the set holds no cluster until its selector is fixed
-		}
+		sets[set.Name] = set
 	}
-	slices.Sort(out.Names)
-	return out, nil
-}
-
-// ClusterSetSelector is the label selector of a ManagedClusterSet's members, as OCM defines them:
-// ExclusiveClusterSetLabel (the default) holds the clusters labelled
-// cluster.open-cluster-management.io/clusterset=<set>; LabelSelector those its selector matches (an
-// empty one, as OCM's global set has, every cluster).
-func ClusterSetSelector(set *clusterv1beta2.ManagedClusterSet) (labels.Selector, error) {
-	switch typ := set.Spec.ClusterSelector.SelectorType; typ {
-	case "", clusterv1beta2.ExclusiveClusterSetLabel:
-		return labels.SelectorFromSet(labels.Set{clusterv1beta2.ClusterSetLabel: set.Name}), nil
-	case clusterv1beta2.LabelSelector:
-		selector := set.Spec.ClusterSelector.LabelSelector
-		if selector == nil {
-			selector = &metav1.LabelSelector{}
-		}
-		s, err := metav1.LabelSelectorAsSelector(selector)
-		if err != nil {
-			return nil, fmt.Errorf("ManagedClusterSet %s: spec.clusterSelector.labelSelector: %w", set.Name, err)
-		}
-		return s, nil
-	default:
-		return nil, fmt.Errorf("ManagedClusterSet %s: unknown spec.clusterSelector.selectorType %q", set.Name, typ)
-	}
+	return placement.Bind(bindings.Items, sets), nil
 }
 
 // ClusterSetBindings is ferry-hub's --cluster-set-bindings: how it holds placements to the sets bound
@@ -170,7 +94,7 @@ func Place(ctx context.Context, c client.Reader, clusters ClusterLister, app *v1
 }
 
 // placeAmong places on the selected clusters the bound sets hold, refusing the others.
-func placeAmong(selected []*clusterv1.ManagedCluster, bound BoundSets, mode ClusterSetBindings) Placed {
+func placeAmong(selected []*clusterv1.ManagedCluster, bound placement.BoundSets, mode ClusterSetBindings) Placed {
 	placed := Placed{Mode: mode, Clusters: make([]string, 0, len(selected))}
 	for _, mc := range selected {
 		allowed := bound.Holds(mc)

@@ -6,58 +6,11 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-)
 
-// A ManagedClusterSet's members as OCM defines them, for both selector types.
-func TestClusterSetSelectorHoldsOCMsMembers(t *testing.T) {
-	exclusive := func(name string, typ clusterv1beta2.SelectorType) *clusterv1beta2.ManagedClusterSet {
-		return &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: clusterv1beta2.ManagedClusterSetSpec{ClusterSelector: clusterv1beta2.ManagedClusterSelector{SelectorType: typ}}}
-	}
-	bySelector := func(name string, s *metav1.LabelSelector) *clusterv1beta2.ManagedClusterSet {
-		set := exclusive(name, clusterv1beta2.LabelSelector)
-		set.Spec.ClusterSelector.LabelSelector = s
-		return set
-	}
-	cases := []struct {
-		name    string
-		set     *clusterv1beta2.ManagedClusterSet
-		labels  map[string]string
-		holds   bool
-		invalid bool
-	}{
-		{"exclusive label, member", exclusive("prod", clusterv1beta2.ExclusiveClusterSetLabel), map[string]string{clusterv1beta2.ClusterSetLabel: "prod"}, true, false},
-		{"exclusive label, another set's", exclusive("prod", clusterv1beta2.ExclusiveClusterSetLabel), map[string]string{clusterv1beta2.ClusterSetLabel: "dev"}, false, false},
-		{"no selector type is the exclusive label", exclusive("prod", ""), map[string]string{clusterv1beta2.ClusterSetLabel: "prod"}, true, false},
-		{"exclusive label, other labels only", exclusive("prod", ""), map[string]string{"env": "prod"}, false, false},
-		{"global: an empty selector holds every cluster", bySelector("global", &metav1.LabelSelector{}), nil, true, false},
-		{"no selector at all holds every cluster", bySelector("global", nil), map[string]string{"a": "b"}, true, false},
-		{"label selector, match", bySelector("eu", &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}), map[string]string{"region": "eu"}, true, false},
-		{"label selector, no match", bySelector("eu", &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}), map[string]string{"region": "us"}, false, false},
-		{"an invalid selector", bySelector("bad", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}), nil, false, true},
-		{"an unknown selector type", exclusive("odd", "ByMagic"), nil, false, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := ClusterSetSelector(tc.set)
-			if tc.invalid {
-				if err == nil {
-					t.Fatalf("selector %v, want an error", s)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := s.Matches(labels.Set(tc.labels)); got != tc.holds {
-				t.Errorf("holds a cluster labelled %v: %v, want %v", tc.labels, got, tc.holds)
-			}
-		})
-	}
-}
+	"github.com/ferry-mc/ferry/pkg/placement"
+)
 
 // Enforced, only bound clusters are delivered to; audited, all are, and the same ones are reported.
 func TestPlaceAmongBoundSets(t *testing.T) {
@@ -65,10 +18,7 @@ func TestPlaceAmongBoundSets(t *testing.T) {
 		return &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{clusterv1beta2.ClusterSetLabel: set}}}
 	}
 	selected := []*clusterv1.ManagedCluster{cluster("a", "team-a"), cluster("b", "team-b"), cluster("c", "")}
-	var bound BoundSets
-	if err := bound.add(&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}); err != nil {
-		t.Fatal(err)
-	}
+	bound := boundSets("team-a")
 
 	enforced := placeAmong(selected, bound, ClusterSetBindingsEnforce)
 	if !slices.Equal(enforced.Clusters, []string{"a"}) || !slices.Equal(enforced.Refused, []string{"b", "c"}) {
@@ -81,7 +31,7 @@ func TestPlaceAmongBoundSets(t *testing.T) {
 	if !slices.Equal(audited.Clusters, []string{"a", "b", "c"}) || !slices.Equal(audited.Refused, []string{"b", "c"}) {
 		t.Errorf("audited: %+v, want all delivered, b and c reported", audited)
 	}
-	none := placeAmong(selected, BoundSets{}, ClusterSetBindingsEnforce)
+	none := placeAmong(selected, placement.BoundSets{}, ClusterSetBindingsEnforce)
 	if len(none.Clusters) != 0 || len(none.Refused) != 3 {
 		t.Errorf("nothing bound: %+v, want all refused", none)
 	}
@@ -106,14 +56,25 @@ func BenchmarkPlaceAmong10000ClustersOf10Sets(b *testing.B) {
 		selected = append(selected, &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%05d", i),
 			Labels: map[string]string{clusterv1beta2.ClusterSetLabel: fmt.Sprintf("set-%d", i%10), "fleet": "yes"}}})
 	}
-	var bound BoundSets
+	var names []string
 	for i := range 10 {
-		if err := bound.add(&clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("set-%d", i)}}); err != nil {
-			b.Fatal(err)
-		}
+		names = append(names, fmt.Sprintf("set-%d", i))
 	}
+	bound := boundSets(names...)
 	b.ReportAllocs()
 	for b.Loop() {
 		placeAmong(selected, bound, ClusterSetBindingsEnforce)
 	}
+}
+
+// boundSets are the exclusive-label sets of names, each bound by a binding of its name.
+func boundSets(names ...string) placement.BoundSets {
+	var bindings []clusterv1beta2.ManagedClusterSetBinding
+	sets := map[string]*clusterv1beta2.ManagedClusterSet{}
+	for _, name := range names {
+		bindings = append(bindings, clusterv1beta2.ManagedClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: clusterv1beta2.ManagedClusterSetBindingSpec{ClusterSet: name}})
+		sets[name] = &clusterv1beta2.ManagedClusterSet{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	return placement.Bind(bindings, sets)
 }

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
-	"github.com/ferry-mc/ferry/pkg/override"
+	"github.com/ferry-mc/ferry/pkg/placement"
 )
 
 // ClusterLister returns the hub's ManagedClusters, read only.
@@ -53,62 +50,34 @@ func TargetClusters(ctx context.Context, c client.Reader, clusters ClusterLister
 	return out, nil
 }
 
-// selectedClusters are TargetClusters' ManagedClusters, sorted by name, read only.
+// selectedClusters are TargetClusters' ManagedClusters, sorted by name, read only: placement.Select
+// of the decisions (when the placement is by an OCM Placement, read with c) and the clusters listed.
 func selectedClusters(ctx context.Context, c client.Reader, clusters ClusterLister, app *v1alpha2.ApplicationConfiguration) ([]*clusterv1.ManagedCluster, error) {
 	p := app.Spec.Placement
-	if p == nil {
+	if !placement.Names(p) {
 		return nil, nil
 	}
-	var selector labels.Selector
-	var wanted []string
-	switch {
-	case len(p.Clusters) > 0:
-		wanted = p.Clusters
-	case p.ClusterSelector != nil:
+	var decisions []clusterv1beta1.PlacementDecision
+	if name := placement.DecidedBy(p); name != "" {
 		var err error
-		if selector, err = metav1.LabelSelectorAsSelector(p.ClusterSelector); err != nil {
-			return nil, fmt.Errorf("placement.clusterSelector: %w", err)
+		if decisions, err = listDecisions(ctx, c, app.Namespace, name); err != nil {
+			return nil, err
 		}
-	case p.PlacementRef != nil:
-		decisions := &clusterv1beta1.PlacementDecisionList{}
-		if err := c.List(ctx, decisions, client.InNamespace(app.Namespace),
-			client.MatchingLabels{clusterv1beta1.PlacementLabel: p.PlacementRef.Name}); err != nil {
-			return nil, fmt.Errorf("list PlacementDecisions of Placement %s: %w", p.PlacementRef.Name, err)
-		}
-		for _, d := range decisions.Items {
-			for _, dec := range d.Status.Decisions {
-				wanted = append(wanted, dec.ClusterName)
-			}
-		}
-	default:
-		return nil, nil
 	}
 	all, err := clusters(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list ManagedClusters: %w", err)
 	}
-	var out []*clusterv1.ManagedCluster
-	if selector != nil {
-		for _, mc := range all {
-			if mc.DeletionTimestamp == nil && selector.Matches(labels.Set(mc.Labels)) {
-				out = append(out, mc)
-			}
-		}
-	} else {
-		named := make(map[string]bool, len(wanted))
-		for _, name := range wanted {
-			named[name] = true
-		}
-		out = make([]*clusterv1.ManagedCluster, 0, len(named))
-		for _, mc := range all {
-			if mc.DeletionTimestamp == nil && named[mc.Name] {
-				out = append(out, mc)
-				delete(named, mc.Name) // a lister may repeat none, but a cluster is placed once
-			}
-		}
+	return placement.Select(p, all, decisions)
+}
+
+// listDecisions lists, with c, the PlacementDecisions of the Placement name of namespace.
+func listDecisions(ctx context.Context, c client.Reader, namespace, name string) ([]clusterv1beta1.PlacementDecision, error) {
+	decisions := &clusterv1beta1.PlacementDecisionList{}
+	if err := c.List(ctx, decisions, client.InNamespace(namespace), client.MatchingLabels{clusterv1beta1.PlacementLabel: name}); err != nil {
+		return nil, fmt.Errorf("list PlacementDecisions of Placement %s: %w", name, err)
 	}
-	slices.SortFunc(out, func(a, b *clusterv1.ManagedCluster) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	return decisions.Items, nil
 }
 
 // placementChanged passes the changes of a ManagedCluster that can move an AppConfig's placement: its
@@ -147,10 +116,9 @@ func decisionGroups(ctx context.Context, c client.Reader, app *v1alpha2.Applicat
 	if p == nil || p.PlacementRef == nil {
 		return nil, nil
 	}
-	decisions := &clusterv1beta1.PlacementDecisionList{}
-	if err := c.List(ctx, decisions, client.InNamespace(app.Namespace),
-		client.MatchingLabels{clusterv1beta1.PlacementLabel: p.PlacementRef.Name}); err != nil {
-		return nil, fmt.Errorf("list PlacementDecisions of Placement %s: %w", p.PlacementRef.Name, err)
+	decisions, err := listDecisions(ctx, c, app.Namespace, p.PlacementRef.Name)
+	if err != nil {
+		return nil, err
 	}
-	return override.DecisionGroups(decisions.Items), nil
+	return placement.DecisionGroups(p, decisions), nil
 }

@@ -122,8 +122,7 @@ type stage struct {
 // Decide decides which revision each cluster carries now. It fails only on a spec it cannot read (a
 // bad selector, size or percentage, a duplicate stage), which the hub reports on the AppConfig.
 func Decide(in Input) (Decision, error) {
-	clusters := slices.Clone(in.Clusters)
-	slices.SortFunc(clusters, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	clusters := byName(in.Clusters)
 	byName := make(map[string]Cluster, len(clusters))
 	for _, c := range clusters {
 		byName[c.Name] = c
@@ -327,6 +326,30 @@ func judge(c Cluster, rev string, s stage, policy v1alpha2.UnreachablePolicy, no
 		return progressing, Failure{}, left
 	}
 	return progressing, Failure{}, 0
+}
+
+// Stages is the stage that takes each cluster, by cluster name, as Decide assigns them: each stage of
+// the spec takes, in name order, from the clusters no earlier stage took, and RemainingStage holds the
+// rest. A view of the rollout calls it to say which stage a cluster is in without deciding anything.
+func Stages(spec v1alpha2.Rollout, clusters []Cluster) (map[string]string, error) {
+	stages, err := buildStages(spec, byName(clusters))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(clusters))
+	for _, s := range stages {
+		for _, name := range s.members {
+			out[name] = s.name
+		}
+	}
+	return out, nil
+}
+
+// byName is clusters sorted by name, the order stages take them in.
+func byName(clusters []Cluster) []Cluster {
+	out := slices.Clone(clusters)
+	slices.SortFunc(out, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // buildStages assigns every cluster to a stage: each stage of the spec takes from the clusters no

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -311,6 +312,46 @@ func TestDecideTakesDecisionGroups(t *testing.T) {
 	}
 	if strings.Join(moved, ",") != "c1,c2" {
 		t.Errorf("moved %v, want the canary group c1,c2 first", moved)
+	}
+}
+
+// Stages says which stage takes each cluster, as Decide takes them: in name order whatever order the
+// clusters come in, by name, selector or decision group, the rest in the remaining stage.
+func TestStagesNamesTheStageThatTakesEachCluster(t *testing.T) {
+	cs := fleet(6, "r1")
+	cs[0].Labels = map[string]string{"tier": "canary"}
+	cs[3].Groups = []string{"wave-1"}
+	slices.Reverse(cs)
+	spec := v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{
+		{Name: "canary", ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}, Clusters: []string{"c6"}},
+		{Name: "wave", DecisionGroups: []string{"wave-1"}},
+		{Name: "half", Size: count(1)},
+	}}
+	got, err := Stages(spec, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"c1": "canary", "c6": "canary", "c4": "wave", "c2": "half", "c3": RemainingStage, "c5": RemainingStage}
+	if !maps.Equal(got, want) {
+		t.Errorf("Stages = %v, want %v", got, want)
+	}
+	d, err := Decide(Input{Spec: spec, Revision: "r2", Stable: "r1", Clusters: cs, Now: t0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range d.Stages {
+		n := 0
+		for _, s := range got {
+			if s == st.Name {
+				n++
+			}
+		}
+		if n != st.Clusters {
+			t.Errorf("stage %s: Decide counts %d clusters, Stages puts %d in it", st.Name, st.Clusters, n)
+		}
+	}
+	if _, err := Stages(v1alpha2.Rollout{Stages: []v1alpha2.RolloutStage{{Name: RemainingStage}}}, cs); err == nil {
+		t.Error("a stage named remaining: no error")
 	}
 }
 
