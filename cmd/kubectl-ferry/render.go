@@ -99,11 +99,7 @@ type rendered struct {
 
 // renderForCluster renders the current revision of the AppConfig name of namespace for cluster.
 func renderForCluster(ctx context.Context, clients *hubClients, namespace, name, cluster string) (*rendered, error) {
-	app, err := readAppConfig(ctx, clients, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	revs, err := appRevisions(ctx, clients, namespace, name)
+	app, revs, err := appConfigAndRevisions(ctx, clients, namespace, name)
 	if err != nil {
 		return nil, err
 	}

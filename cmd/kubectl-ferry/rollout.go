@@ -296,6 +296,16 @@ func newRolloutHistoryCommand(conn *connection) *cobra.Command {
 }
 
 // appRevisions are the recorded revisions of the AppConfig name of namespace (ControllerRevisions the
+// appConfigAndRevisions reads the AppConfig name of namespace and its recorded revisions.
+func appConfigAndRevisions(ctx context.Context, clients *hubClients, namespace, name string) (*v1alpha2.ApplicationConfiguration, []appsv1.ControllerRevision, error) {
+	app, err := readAppConfig(ctx, clients, namespace, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	revs, err := appRevisions(ctx, clients, namespace, name)
+	return app, revs, err
+}
+
 // hub labels with it), oldest first.
 func appRevisions(ctx context.Context, clients *hubClients, namespace, name string) ([]appsv1.ControllerRevision, error) {
 	ofApp := labels.SelectorFromSet(labels.Set{v1alpha2.LabelAppConfigNamespace: namespace, v1alpha2.LabelAppConfigName: name}).String()

@@ -159,11 +159,7 @@ type difference struct {
 // diffRevisions reads the AppConfig name of namespace and its revisions and compares the two that from
 // and to pick (diffPair), for cluster when it is not empty.
 func diffRevisions(ctx context.Context, clients *hubClients, namespace, name string, from, to int64, cluster string) (*revisionDiff, error) {
-	app, err := readAppConfig(ctx, clients, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	revs, err := appRevisions(ctx, clients, namespace, name)
+	app, revs, err := appConfigAndRevisions(ctx, clients, namespace, name)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -18,7 +17,6 @@ import (
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/apprevision"
@@ -176,14 +174,7 @@ func TestKubectlFerryTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 		// alice holds deploy/hub's tenant view role in shop, and nothing cluster-scoped.
-		data, err := os.ReadFile("../../deploy/hub/tenant-roles.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		roles, err := deployrunner.DecodeObjects(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		roles := tenantRoles(t)
 		for _, r := range roles {
 			create(r)
 		}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -87,14 +88,7 @@ func TestKubectlFerryForATenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile("../../deploy/hub/tenant-roles.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	roles, err := deployrunner.DecodeObjects(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	roles := tenantRoles(t)
 	for _, r := range roles {
 		if err := hubClient.Create(ctx, r); err != nil {
 			t.Fatal(err)
@@ -306,4 +300,18 @@ func TestKubectlFerryForATenant(t *testing.T) {
 			t.Errorf("render with an override as the administrator: %v; it printed:\n%s", err, out.String())
 		}
 	})
+}
+
+// tenantRoles are the roles deploy/hub gives a hub's tenants.
+func tenantRoles(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/hub/tenant-roles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles, err := deployrunner.DecodeObjects(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roles
 }
