@@ -232,7 +232,7 @@ func TestAnOverrideEditRollsOutStageByStageAndRollsBack(t *testing.T) {
 // traits as if the AppConfig said so for them: cluster2 runs 3 replicas and its ScalerTrait takes a value
 // from its ClusterClaim, replacing the entry's trait of that kind (same name, still pointing at the
 // workload); cluster1 keeps the entry as written. An override naming a parameter the component does not
-// have is wrong for every cluster: the AppConfig says so, and what was delivered stays.
+// have fails on the clusters it selects, which keep what they have, while the others get the revision.
 func TestOverridesOfAComponentChangeItsParameterValuesAndTraits(t *testing.T) {
 	f := setup(t)
 	f.startHub(hubOptions(render.ApplyOnceOff))
@@ -269,11 +269,13 @@ func TestOverridesOfAComponentChangeItsParameterValuesAndTraits(t *testing.T) {
 
 	f.updateApp("shop", func(a *v1alpha2.ApplicationConfiguration) {
 		a.Spec.Overrides[0].Components[0].ParameterValues = []v1alpha2.ComponentParameterValue{param("replica", `4`)}
+		a.Spec.Overrides = append(a.Spec.Overrides, v1alpha2.Override{Name: "tier", Labels: map[string]string{"example.com/tier": "web"}})
 	})
-	got := f.waitApp("shop", "not ready for an unknown parameter", notReadyBecause("InvalidOverride"))
-	if msg := ready(got).Message; !strings.Contains(msg, `override big-cluster2: parameter "replica" is not a parameter of the component`) {
-		t.Errorf("Ready says %q; want it to name the override and the parameter", msg)
+	got := f.waitApp("shop", "not ready for an unknown parameter", notReadyBecause("OverrideFailed"))
+	if msg := ready(got).Message; !strings.Contains(msg, `override big-cluster2 for cluster cluster2: component web: parameter "replica" is not a parameter of the component`) {
+		t.Errorf("Ready says %q; want it to name the override, the cluster and the parameter", msg)
 	}
+	f.waitDeployment("cluster1", "web", "the new revision's label", func(d *appsv1.Deployment) bool { return d.Labels["example.com/tier"] == "web" })
 	if after, err := f.work(t.Context(), "cluster2", "shop"); err != nil || after.Generation != w2.Generation {
 		t.Errorf("cluster2's work after a broken override: %v, generation %d → %+v; want it as delivered", err, w2.Generation, after)
 	}

@@ -112,6 +112,9 @@ func applyOne(o *v1alpha2.Override, s *spec) error {
 		}
 		return e
 	}
+	if s.comps != nil && s.comps.Invalid[o.Name] != "" {
+		return fail(nil, errors.New(s.comps.Invalid[o.Name]))
+	}
 	for _, co := range o.Components {
 		if err := s.applyComponent(co); err != nil {
 			var oe *Error

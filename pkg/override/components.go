@@ -26,6 +26,10 @@ type Components struct {
 	// Resources are the resource names of the kinds of the traits overrides give components, by
 	// Kind.group: the manifestConfigs that carry a trait's update strategy identify it by them.
 	Resources map[string]string `json:"resources,omitempty"`
+	// Invalid are the overrides, by name, that cannot change components as they say (a component or
+	// parameter the AppConfig does not have, a trait with no definition), and why: each fails on the
+	// clusters it selects.
+	Invalid map[string]string `json:"invalid,omitempty"`
 }
 
 // ResourceKey is how Components.Resources names the kind of obj.

@@ -22,8 +22,9 @@ import (
 // workload, labelled, under its update strategy), its strings still naming cluster facts — and what
 // their parameter values need of the components (override.Components; nil when no override changes a
 // component). An override that names a component the AppConfig does not have, a parameter the
-// component does not declare, or a trait that would change the component's revision is an *Error: it
-// is wrong for every cluster, and the AppConfig is not rendered.
+// component does not declare, or a trait that cannot be rendered or would change the component's
+// revision is recorded as invalid (Components.Invalid): it fails on the clusters it selects, which
+// keep what they have, and the others get the revision.
 func Overrides(in Input, rendered []Component, mode ApplyOnceOnly, mapper meta.RESTMapper) ([]v1alpha2.Override, *override.Components, error) {
 	overrides := in.App.Spec.Overrides
 	if !slices.ContainsFunc(overrides, func(o v1alpha2.Override) bool { return len(o.Components) > 0 }) {
@@ -33,40 +34,50 @@ func Overrides(in Input, rendered []Component, mode ApplyOnceOnly, mapper meta.R
 	out := make([]v1alpha2.Override, len(overrides))
 	for i := range overrides {
 		o := overrides[i].DeepCopy()
-		for j := range o.Components {
-			co := &o.Components[j]
-			fail := func(format string, args ...any) error {
-				return &Error{Component: co.ComponentName, Reason: "InvalidOverride", Message: fmt.Sprintf("override %s: ", o.Name) + fmt.Sprintf(format, args...)}
+		if err := renderComponentOverrides(in, rendered, o, comps, mode, mapper); err != nil {
+			if comps.Invalid == nil {
+				comps.Invalid = map[string]string{}
 			}
-			k := slices.IndexFunc(rendered, func(rc Component) bool { return rc.ComponentName == co.ComponentName })
-			if k < 0 {
-				return nil, nil, fail("component %s is not in spec.components", co.ComponentName)
-			}
-			rc := rendered[k]
-			for _, v := range co.ParameterValues {
-				p := slices.IndexFunc(rc.Parameters, func(p v1alpha2.ComponentParameter) bool { return p.Name == v.Name })
-				if p < 0 {
-					return nil, nil, fail("parameter %q is not a parameter of the component (it has %s)", v.Name, override.ParameterNames(rc.Parameters))
-				}
-				if !json.Valid(v.Value.Raw) {
-					return nil, nil, fail("parameter %q: its value is not JSON", v.Name)
-				}
-				if !slices.ContainsFunc(comps.Parameters[rc.ComponentName], func(q v1alpha2.ComponentParameter) bool { return q.Name == v.Name }) {
-					comps.Parameters[rc.ComponentName] = append(comps.Parameters[rc.ComponentName], rc.Parameters[p])
-				}
-			}
-			kinds := map[string]int{}
-			for n := range co.Traits {
-				trait, err := overrideTrait(in, rc, &co.Traits[n], kinds, mode)
-				if err != nil {
-					return nil, nil, fail("traits[%d]: %v", n, err)
-				}
-				comps.Resources[override.ResourceKey(trait)] = ResourceOf(trait, mapper)
-			}
+			comps.Invalid[o.Name] = err.Error()
+			o = overrides[i].DeepCopy() // as written: it is not delivered anywhere
 		}
 		out[i] = *o
 	}
 	return out, comps, nil
+}
+
+// renderComponentOverrides renders the traits of o's components in place, and notes in comps what its
+// parameter values need.
+func renderComponentOverrides(in Input, rendered []Component, o *v1alpha2.Override, comps *override.Components, mode ApplyOnceOnly, mapper meta.RESTMapper) error {
+	for j := range o.Components {
+		co := &o.Components[j]
+		k := slices.IndexFunc(rendered, func(rc Component) bool { return rc.ComponentName == co.ComponentName })
+		if k < 0 {
+			return fmt.Errorf("component %s is not in spec.components", co.ComponentName)
+		}
+		rc := rendered[k]
+		for _, v := range co.ParameterValues {
+			p := slices.IndexFunc(rc.Parameters, func(p v1alpha2.ComponentParameter) bool { return p.Name == v.Name })
+			if p < 0 {
+				return fmt.Errorf("component %s: parameter %q is not a parameter of the component (it has %s)", co.ComponentName, v.Name, override.ParameterNames(rc.Parameters))
+			}
+			if !json.Valid(v.Value.Raw) {
+				return fmt.Errorf("component %s: parameter %q: its value is not JSON", co.ComponentName, v.Name)
+			}
+			if !slices.ContainsFunc(comps.Parameters[rc.ComponentName], func(q v1alpha2.ComponentParameter) bool { return q.Name == v.Name }) {
+				comps.Parameters[rc.ComponentName] = append(comps.Parameters[rc.ComponentName], rc.Parameters[p])
+			}
+		}
+		kinds := map[string]int{}
+		for n := range co.Traits {
+			trait, err := overrideTrait(in, rc, &co.Traits[n], kinds, mode)
+			if err != nil {
+				return fmt.Errorf("component %s, traits[%d]: %w", co.ComponentName, n, err)
+			}
+			comps.Resources[override.ResourceKey(trait)] = ResourceOf(trait, mapper)
+		}
+	}
+	return nil
 }
 
 // overrideTrait renders t, a trait an override gives rc, in place, and returns it decoded.

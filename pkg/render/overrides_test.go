@@ -13,7 +13,8 @@ import (
 // in the workload's namespace, pointing at the workload, labelled, under the hub's default strategy
 // unless it names one — with the cluster facts it names left for each cluster, and without the
 // generation stamp, which each cluster's work takes from its workload. Parameter values record the
-// fields of the parameters they name.
+// fields of the parameters they name. An override that cannot be rendered is recorded as invalid, for
+// the clusters it selects to fail on, and the others beside it are rendered.
 func TestOverridesRenderTheTraitsOfComponentOverrides(t *testing.T) {
 	in := renderInput(v1alpha2.ApplicationConfigurationComponent{ComponentName: "web", ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "image", Value: raw(`"nginx:1"`)}},
 		Traits: []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{"replicaCount":1}`)}})
@@ -57,21 +58,24 @@ func TestOverridesRenderTheTraitsOfComponentOverrides(t *testing.T) {
 		co   v1alpha2.ComponentOverride
 		want string
 	}{
-		{"a component not in the AppConfig", v1alpha2.ComponentOverride{ComponentName: "api"}, "override eu: component api is not in spec.components"},
+		{"a component not in the AppConfig", v1alpha2.ComponentOverride{ComponentName: "api"}, "component api is not in spec.components"},
 		{"an unknown parameter", v1alpha2.ComponentOverride{ComponentName: "web", ParameterValues: []v1alpha2.ComponentParameterValue{{Name: "replica", Value: raw(`1`)}}},
 			`parameter "replica" is not a parameter of the component (it has "image", "replicas")`},
 		{"a revision-enabled trait", v1alpha2.ComponentOverride{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{trait("RolloutTrait", `{}`)}},
-			"traits[0]: RolloutTrait: its definition rollouttraits.core.oam.dev is a patch trait or revision-enabled"},
+			"component web, traits[0]: RolloutTrait: its definition rollouttraits.core.oam.dev is a patch trait or revision-enabled"},
 		{"a patch trait", v1alpha2.ComponentOverride{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{trait("NodeSelectorTrait", `{}`)}}, "is a patch trait or revision-enabled"},
 		{"an inline patch", v1alpha2.ComponentOverride{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{trait(InlinePatchKind, `{}`)}}, "a WorkloadPatch changes the component's revision"},
 		{"a trait without a definition", v1alpha2.ComponentOverride{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{trait("Unknown", `{}`)}}, "no TraitDefinition for this kind"},
 		{"a name from a cluster fact", v1alpha2.ComponentOverride{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{{Trait: raw(
 			`{"apiVersion":"core.oam.dev/v1alpha2","kind":"ManualScalerTrait","metadata":{"name":"s-${cluster.name}"}}`)}}}, "may not take a cluster's facts"},
 	} {
-		in.App.Spec.Overrides = []v1alpha2.Override{{Name: "eu", Components: []v1alpha2.ComponentOverride{c.co}}}
-		_, _, err := Overrides(in, rendered, ApplyOnceOff, nil)
-		if re, ok := err.(*Error); !ok || re.Reason != "InvalidOverride" || !strings.Contains(re.Message, c.want) {
-			t.Errorf("%s: %v, want InvalidOverride saying %q", c.name, err, c.want)
+		fine := v1alpha2.Override{Name: "fine", Components: []v1alpha2.ComponentOverride{{ComponentName: "web", Traits: []v1alpha2.ComponentTrait{trait("ManualScalerTrait", `{}`)}}}}
+		in.App.Spec.Overrides = []v1alpha2.Override{{Name: "eu", Components: []v1alpha2.ComponentOverride{c.co}}, fine}
+		recorded, comps, err := Overrides(in, rendered, ApplyOnceOff, nil)
+		if err != nil || !strings.Contains(comps.Invalid["eu"], c.want) || len(comps.Invalid) != 1 {
+			t.Errorf("%s: %v, invalid %v; want override eu invalid saying %q, and only it", c.name, err, comps.Invalid, c.want)
+		} else if !strings.Contains(string(recorded[1].Components[0].Traits[0].Trait.Raw), `"name":"web-manualscalertrait"`) {
+			t.Errorf("%s: the valid override beside it not rendered: %s", c.name, recorded[1].Components[0].Traits[0].Trait.Raw)
 		}
 	}
 }
