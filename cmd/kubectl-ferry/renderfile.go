@@ -177,11 +177,7 @@ func fileComponent(ctx context.Context, clients *hubClients, f *appFile) func(v1
 		if err != nil {
 			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
 		}
-		spec := &v1alpha2.ComponentSpec{}
-		if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
-			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
-		}
-		return render.Resolved{ComponentName: rev.Labels[v1alpha2.LabelRevisionOfComponent], RevisionName: revName, Spec: spec}, nil
+		return render.ResolvedOf(rev)
 	}
 }
 
@@ -198,12 +194,6 @@ func componentRevisionName(ctx context.Context, clients *hubClients, namespace, 
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", false, fmt.Errorf("list the revisions of component %s: %w", component, err)
 	}
-	var next int64 = 1
-	for _, rev := range list.Items {
-		if rev.Labels[v1alpha2.LabelComponentSpecHash] == hash {
-			return rev.Name, false, nil
-		}
-		next = max(next, rev.Revision+1)
-	}
-	return fmt.Sprintf("%s-v%d", component, next), true, nil
+	name, isNew := render.ComponentRevisionFor(component, hash, list.Items)
+	return name, isNew, nil
 }

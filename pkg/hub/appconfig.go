@@ -3,7 +3,6 @@ package hub
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -332,11 +331,7 @@ func (r *AppConfigReconciler) resolve(ctx context.Context, namespace string) fun
 		if err != nil {
 			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
 		}
-		spec := &v1alpha2.ComponentSpec{}
-		if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
-			return render.Resolved{}, fmt.Errorf("revision %s: %w", revName, err)
-		}
-		return render.Resolved{ComponentName: rev.Labels[ComponentLabel], RevisionName: revName, Spec: spec}, nil
+		return render.ResolvedOf(rev)
 	}
 }
 

@@ -261,13 +261,8 @@ func (r *AppConfigReconciler) patchedRevision(ctx context.Context, app *v1alpha2
 		if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ComponentLabel: component}); err != nil {
 			return "", false, fmt.Errorf("list revisions of component %s: %w", component, err)
 		}
-		revs := sortRevisions(list.Items)
-		for _, rev := range revs {
-			if rev.Labels[specHashLabel] == hash {
-				return rev.Name, false, nil
-			}
-		}
-		return RevisionName(component, nextRevision(revs)), true, nil
+		name, isNew := render.ComponentRevisionFor(component, hash, sortRevisions(list.Items))
+		return name, isNew, nil
 	}
 }
 

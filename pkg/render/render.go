@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	appsv1 "k8s.io/api/apps/v1"
 	"strconv"
 	"strings"
 
@@ -355,4 +356,27 @@ func setParameters(workload *unstructured.Unstructured, params []v1alpha2.Compon
 		}
 	}
 	return nil
+}
+
+// ComponentRevisionFor names the revision of component that holds a spec whose encoding hashes to hash
+// (SpecHash), among revs, the component's revisions: the one labelled with it, or else the one ferry-hub
+// records it as, numbered after the others (isNew).
+func ComponentRevisionFor(component, hash string, revs []appsv1.ControllerRevision) (name string, isNew bool) {
+	var next int64 = 1
+	for _, rev := range revs {
+		if rev.Labels[v1alpha2.LabelComponentSpecHash] == hash {
+			return rev.Name, false
+		}
+		next = max(next, rev.Revision+1)
+	}
+	return fmt.Sprintf("%s-v%d", component, next), true
+}
+
+// ResolvedOf is the component revision rev, as an entry of an AppConfig resolves to it.
+func ResolvedOf(rev *appsv1.ControllerRevision) (Resolved, error) {
+	spec := &v1alpha2.ComponentSpec{}
+	if err := json.Unmarshal(rev.Data.Raw, spec); err != nil {
+		return Resolved{}, fmt.Errorf("revision %s: %w", rev.Name, err)
+	}
+	return Resolved{ComponentName: rev.Labels[v1alpha2.LabelRevisionOfComponent], RevisionName: rev.Name, Spec: spec}, nil
 }

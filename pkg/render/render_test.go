@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	appsv1 "k8s.io/api/apps/v1"
 	"strconv"
 	"strings"
 	"testing"
@@ -377,5 +378,23 @@ func TestBuildManifestWorkRefusesWhatOCMWouldRefuse(t *testing.T) {
 	}
 	if _, err := BuildManifestWork(app, "c1", nil, ApplyOnceOff, nil); !errors.As(err, &re) || re.Reason != "NothingToDeliver" {
 		t.Errorf("no component: %v, want NothingToDeliver", err)
+	}
+}
+
+// A spec a component's revision holds is that revision; another is the revision after the newest, as
+// ferry-hub records it, whatever order the revisions are listed in.
+func TestComponentRevisionForFindsOrNumbersTheRevision(t *testing.T) {
+	rev := func(name string, n int64, hash string) appsv1.ControllerRevision {
+		return appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha2.LabelComponentSpecHash: hash}}, Revision: n}
+	}
+	revs := []appsv1.ControllerRevision{rev("web-v3", 3, "c"), rev("web-v1", 1, "a")}
+	if name, isNew := ComponentRevisionFor("web", "a", revs); name != "web-v1" || isNew {
+		t.Errorf("a spec web-v1 holds: %s, new %t", name, isNew)
+	}
+	if name, isNew := ComponentRevisionFor("web", "d", revs); name != "web-v4" || !isNew {
+		t.Errorf("a new spec: %s, new %t; want web-v4, new", name, isNew)
+	}
+	if name, _ := ComponentRevisionFor("web", "d", nil); name != "web-v1" {
+		t.Errorf("the first spec: %s, want web-v1", name)
 	}
 }
