@@ -231,16 +231,19 @@ func TestAnOverrideEditRollsOutStageByStageAndRollsBack(t *testing.T) {
 // An override of a component changes, for the clusters it selects, the entry's parameter values and
 // traits as if the AppConfig said so for them: cluster2 runs 3 replicas and its ScalerTrait takes a value
 // from its ClusterClaim, replacing the entry's trait of that kind (same name, still pointing at the
-// workload); cluster1 keeps the entry as written. An override naming a parameter the component does not
+// workload); cluster1 keeps the entry as written; a cluster the override names outside the placement gets
+// nothing. An override naming a parameter the component does not
 // have fails on the clusters it selects, which keep what they have, while the others get the revision.
 func TestOverridesOfAComponentChangeItsParameterValuesAndTraits(t *testing.T) {
 	f := setup(t)
 	f.startHub(hubOptions(render.ApplyOnceOff))
 	f.setClaim("cluster2", "scale.example.com", "5")
+	outside := "outside-" + f.ns // a cluster the placement does not name: an override cannot reach it
+	f.addManagedCluster(outside, nil)
 	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
 	app := f.appConfig("shop", onClusters("cluster1", "cluster2"), v1alpha2.ApplicationConfigurationComponent{ComponentName: "web",
 		Traits: []v1alpha2.ComponentTrait{traitOf(scalerTraitGVK, `{"replicaCount":2}`)}})
-	app.Spec.Overrides = []v1alpha2.Override{{Name: "big-cluster2", Clusters: []string{"cluster2"}, Components: []v1alpha2.ComponentOverride{{
+	app.Spec.Overrides = []v1alpha2.Override{{Name: "big-cluster2", Clusters: []string{"cluster2", outside}, Components: []v1alpha2.ComponentOverride{{
 		ComponentName:   "web",
 		ParameterValues: []v1alpha2.ComponentParameterValue{param("replicas", `3`)},
 		Traits:          []v1alpha2.ComponentTrait{traitOf(scalerTraitGVK, `{"replicaCount":"${cluster.claims[scale.example.com]}"}`)},
@@ -262,6 +265,9 @@ func TestOverridesOfAComponentChangeItsParameterValuesAndTraits(t *testing.T) {
 	w2, err := f.work(t.Context(), "cluster2", "shop")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := f.work(t.Context(), outside, "shop"); err == nil {
+		t.Errorf("%s got a ManifestWork: an override selects among the placement's clusters, it does not add any", outside)
 	}
 	if n := len(w2.Spec.Workload.Manifests); n != 2 {
 		t.Errorf("cluster2's work holds %d manifests, want the workload and the one ScalerTrait the override replaced", n)
