@@ -45,5 +45,20 @@ func TestSlimWorkKeepsWhatTheStatusShows(t *testing.T) {
 		if slim.ManagedFields != nil || slim.Spec.Workload.Manifests != nil {
 			t.Errorf("%s: managedFields or manifests kept", mw.Namespace)
 		}
+		// A relist hands the cache's transform each work twice (relist.NewInformer slims each page as
+		// it is read, the informer then again): once more changes nothing, Complete included.
+		slim.Status.Conditions = append(slim.Status.Conditions, metav1.Condition{Type: workv1.WorkComplete, Status: metav1.ConditionTrue, Reason: "Done", Message: "done"})
+		once, err := slimWork(slim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		onceCopy := once.(*workv1.ManifestWork).DeepCopy()
+		twice, err := slimWork(once)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(twice, onceCopy) {
+			t.Errorf("%s: slimming a slimmed work changes it: %+v, then %+v", mw.Namespace, onceCopy.Status, twice.(*workv1.ManifestWork).Status)
+		}
 	}
 }

@@ -97,7 +97,6 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	}
 	r.upToDate.forget(key)
 	now := time.Now()
-	r.recentWrites.forgetOld(key, now)
 	works, err := r.works(app)
 	if err != nil {
 		return delivery{}, nil, err
@@ -111,6 +110,12 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	for _, mw := range works {
 		byCluster[mw.Namespace] = mw
 	}
+	r.recentWrites.forgetOld(key, func(work types.NamespacedName) metav1.Object {
+		if mw := byCluster[work.Namespace]; mw != nil && mw.Name == work.Name {
+			return mw
+		}
+		return nil
+	}, now)
 	round := &deliveryRound{r: r, app: app, key: key, changed: map[string][]string{}, gone: map[types.NamespacedName]bool{}}
 	round.writers.SetLimit(writeConcurrency)
 	wanted := make(map[string]bool, len(clusters))
@@ -190,11 +195,7 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 	}
 	if reason != "" {
 		// From the answer, not the pass's start: under load a write waits its turn for seconds.
-		uid := mw.UID // filled in by a create
-		if uid == "" && have != nil {
-			uid = have.UID
-		}
-		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, writtenAs(mw), uid, time.Now())
+		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, writtenAs(mw), mw, time.Now())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -315,6 +316,7 @@ func (r *AppConfigReconciler) sync(ctx context.Context, app *v1alpha2.Applicatio
 	err = r.Client.Patch(ctx, written, client.RawPatch(types.JSONPatchType, patch))
 	switch {
 	case err == nil:
+		want.UID, want.ResourceVersion = written.UID, written.ResourceVersion // what the write made, for recentWorkWrites
 		return "ManifestWorkUpdated", nil
 	case apierrors.IsNotFound(err):
 		return "", fmt.Errorf("ManifestWork %s/%s deleted: %w", have.Namespace, have.Name, errWriteRaced)

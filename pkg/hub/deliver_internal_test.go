@@ -154,10 +154,11 @@ func applyJSONPatch(mw *workv1.ManifestWork, patch []byte) (*workv1.ManifestWork
 	return patched, json.Unmarshal(out, patched)
 }
 
-// The hub's memory of its own writes: a work written moments ago with the hash wanted is not written
-// again while the cache shows it from before — also after the cache caught up with an agent's status
-// write; another hash, an old write or a work deleted since is written, also one this hub created
-// moments before someone deleted it.
+// The hub's memory of its own writes: a work written with the hash wanted is not written again while
+// the cache shows it from before — also after the cache caught up with an agent's status write, and
+// for as long as the cache stays behind (by resourceVersion); another hash, a cache showing the write
+// or a later version, or a work deleted since is written, also one this hub created moments before
+// someone deleted it.
 func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	app := types.NamespacedName{Namespace: "default", Name: "shop"}
@@ -167,7 +168,7 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	if o.unseen(app, work, cached, "h2", t0) {
 		t.Fatal("a work never written is unseen")
 	}
-	o.record(app, work, cached, "h2", "uid-1", t0)
+	o.record(app, work, cached, "h2", written("uid-1", "12"), t0)
 	if !o.unseen(app, work, cached, "h2", t0.Add(time.Second)) {
 		t.Error("the work written over the cached version is not remembered")
 	}
@@ -176,18 +177,27 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	if !o.unseen(app, work, reported, "h2", t0.Add(time.Second)) {
 		t.Error("the write is forgotten when the cache shows a status write from before it")
 	}
+	if !o.unseen(app, work, reported, "h2", t0.Add(2*ownWriteFresh)) {
+		t.Error("the write is forgotten while the cache is behind it for longer than ownWriteFresh")
+	}
+	changedSince := cached.DeepCopy() // someone replaced the spec after the hub's write
+	changedSince.ResourceVersion = "13"
+	unversioned := cached.DeepCopy()
+	unversioned.ResourceVersion = "x"
 	for name, unseen := range map[string]bool{
-		"another hash wanted": o.unseen(app, work, cached, "h3", t0.Add(time.Second)),
-		"the write is old":    o.unseen(app, work, cached, "h2", t0.Add(ownWriteFresh)),
-		"deleted since":       o.unseen(app, work, nil, "h2", t0.Add(time.Second)),
-		"another AppConfig's": o.unseen(types.NamespacedName{Namespace: "default", Name: "other"}, work, cached, "h2", t0),
+		"another hash wanted":          o.unseen(app, work, cached, "h3", t0.Add(time.Second)),
+		"the cache shows a later spec": o.unseen(app, work, changedSince, "h2", t0.Add(time.Second)),
+		"the write is very old":        o.unseen(app, work, cached, "h2", t0.Add(ownWriteKept)),
+		"versions do not tell, old":    o.unseen(app, work, unversioned, "h2", t0.Add(ownWriteFresh)),
+		"deleted since":                o.unseen(app, work, nil, "h2", t0.Add(time.Second)),
+		"another AppConfig's":          o.unseen(types.NamespacedName{Namespace: "default", Name: "other"}, work, cached, "h2", t0),
 	} {
 		if unseen {
 			t.Errorf("%s: the write still counts; want it written again", name)
 		}
 	}
 	created := types.NamespacedName{Namespace: "cluster2", Name: "default.shop"}
-	o.record(app, created, nil, "h2", "uid-2", t0)
+	o.record(app, created, nil, "h2", written("uid-2", "20"), t0)
 	if !o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
 		t.Error("a work created moments ago, not in the cache yet, is created again")
 	}
@@ -199,15 +209,33 @@ func TestOwnWritesStandUntilTheCacheMovesOn(t *testing.T) {
 	if o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
 		t.Error("a work someone deleted moments after this hub created it is not put back until its write is old")
 	}
-	o.record(app, created, nil, "h2", "uid-3", t0)
+	o.record(app, created, nil, "h2", written("uid-3", "30"), t0)
 	o.forget(app, created) // this hub deleted it: the cluster left the placement
 	if o.unseen(app, created, nil, "h2", t0.Add(time.Second)) {
 		t.Error("a work this hub deleted is not created again when its cluster comes back at once")
 	}
-	o.forgetOld(app, t0.Add(ownWriteFresh))
-	if len(o.byApp) != 0 {
-		t.Errorf("old writes kept: %v", o.byApp)
+	cache := map[types.NamespacedName]metav1.Object{work: reported}
+	cachedAs := func(w types.NamespacedName) metav1.Object { return cache[w] }
+	o.forgetOld(app, cachedAs, t0.Add(ownWriteFresh))
+	if _, kept := o.byApp[app][work]; !kept {
+		t.Error("a write the cache is still behind is forgotten after ownWriteFresh")
 	}
+	cache[work] = changedSince
+	o.forgetOld(app, cachedAs, t0.Add(ownWriteFresh))
+	if len(o.byApp) != 0 {
+		t.Errorf("writes the cache caught up with kept: %v", o.byApp)
+	}
+	o.record(app, work, cached, "h2", written("uid-1", "12"), t0)
+	cache[work] = reported
+	o.forgetOld(app, cachedAs, t0.Add(ownWriteKept))
+	if len(o.byApp) != 0 {
+		t.Errorf("writes older than ownWriteKept kept: %v", o.byApp)
+	}
+}
+
+// written is a work as the API server answers a write: its UID and resourceVersion.
+func written(uid types.UID, version string) metav1.Object {
+	return &metav1.ObjectMeta{UID: uid, ResourceVersion: version}
 }
 
 // A work is up to date when it carries the wanted spec, revision and labels: a cluster no override

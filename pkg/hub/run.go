@@ -130,7 +130,8 @@ func CacheOptions() cache.Options {
 		// managedFields are much of a cached object's metadata and nothing the hub reads.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Each LIST in pages: a relist of 100,000 works in one response outlasts kube-apiserver's
-		// request timeout on a busy hub (pkg/relist).
+		// request timeout on a busy hub; and each page transformed as it arrives, so that a relist
+		// holds no whole works beside the cache's slim ones (pkg/relist).
 		NewInformer: relist.NewInformer,
 		ByObject: map[client.Object]cache.ByObject{
 			// Of the hub's Leases, only those of clusters `ferry-hub clusters add` registered: the
