@@ -4,7 +4,9 @@
 # klusterlet runs as `/work agent …`), which the takeover test runs before ferry-agent replaces it; the
 # registration agent and hub controller (`registration`) and the klusterlet operator
 # (`registration-operator`), which test/node runs as `clusteradm join` installs them; and
-# `render-klusterlet`, which renders what `clusteradm join` applies (hack/tools/ocm/render-klusterlet).
+# `render-klusterlet`, which renders what `clusteradm join` applies (hack/tools/ocm/render-klusterlet);
+# and OCM's gRPC server (`server`, run as `server grpc`), which serves works to agents over gRPC in the
+# tests of ferry-agent's grpc driver.
 # The key names the pinned version and hashes the module's go.mod and go.sum and this script, so a
 # second run with nothing changed is a no-op. Cold, the build takes about 10 minutes on a 2-core machine
 # (the binaries share one dependency graph: most of it is compiled once).
@@ -33,6 +35,7 @@ else
     open-cluster-management.io/ocm/cmd/work \
     open-cluster-management.io/ocm/cmd/registration \
     open-cluster-management.io/ocm/cmd/registration-operator \
+    open-cluster-management.io/ocm/cmd/server \
     ./render-ocm
   set +x
   # The hub's CRDs as OCM's cluster-manager operator installs them, but for the two add-on CRDs: OCM's
@@ -54,4 +57,4 @@ else
 fi
 
 ln -sfn "$key" "$root/bin/ocm-peers/current"
-echo "OCM's agents $ocm_version: $out/{work,registration,registration-operator,render-ocm,hub-crds}"
+echo "OCM's agents $ocm_version: $out/{work,registration,registration-operator,server,render-ocm,hub-crds}"

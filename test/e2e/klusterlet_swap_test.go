@@ -41,15 +41,7 @@ const OCMPeersDirEnv = "FERRY_OCM_PEERS_DIR"
 // ocmWorkAgent is the path of OCM's work agent binary, the one the klusterlet runs as `/work agent`.
 func ocmWorkAgent(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv(OCMPeersDirEnv)
-	if dir == "" {
-		dir = filepath.Join(repoRoot(t), "bin", "ocm-peers", "current")
-	}
-	path := filepath.Join(dir, "work")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("OCM's work agent, a test peer, is not built (%v): run `make ocm-peers`", err)
-	}
-	return path
+	return ocmPeer(t, "work")
 }
 
 // ocmHubWorkRole is what OCM's registration grants every managed cluster's agents on the hub, in the

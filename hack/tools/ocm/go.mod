@@ -1,5 +1,5 @@
-// OCM's own agents as test peers of Ferry: the work agent, the registration agent and controller and the
-// klusterlet operator of open-cluster-management.io/ocm at the version pinned here, and render-klusterlet
+// OCM's own agents as test peers of Ferry: the work agent, the registration agent and controller, the
+// klusterlet operator and the gRPC server of open-cluster-management.io/ocm at the version pinned here, and render-klusterlet
 // (what `clusteradm join` applies), built by build-ocm-peers.sh (`make ocm-peers`) into bin/ocm-peers/.
 // A module of its own so that Ferry's go.mod never carries OCM's dependency graph.
 module github.com/ferry-mc/ferry/hack/tools/ocm
@@ -9,6 +9,7 @@ go 1.25.0
 tool (
 	open-cluster-management.io/ocm/cmd/registration
 	open-cluster-management.io/ocm/cmd/registration-operator
+	open-cluster-management.io/ocm/cmd/server
 	open-cluster-management.io/ocm/cmd/work
 )
 

@@ -231,11 +231,22 @@ func oneLine(err error) string {
 // NewAgentClients builds the agent's clients: ManifestWorks from the hub's kube-apiserver at hub, and
 // everything else from the managed cluster at spoke.
 func NewAgentClients(hub, spoke *rest.Config) (agent.Clients, error) {
-	c := agent.Clients{HubHost: hub.Host, Spoke: spoke}
-	var err error
+	c, err := NewSpokeClients(spoke)
+	if err != nil {
+		return c, err
+	}
+	c.HubHost = hub.Host
 	if c.HubWorks, err = workclient.NewForConfig(hub); err != nil {
 		return c, fmt.Errorf("hub work client: %w", err)
 	}
+	return c, nil
+}
+
+// NewSpokeClients builds the agent's clients of the managed cluster at spoke; HubWorks and HubHost are
+// left for the caller to fill.
+func NewSpokeClients(spoke *rest.Config) (agent.Clients, error) {
+	c := agent.Clients{Spoke: spoke}
+	var err error
 	if c.SpokeWorks, err = workclient.NewForConfig(spoke); err != nil {
 		return c, fmt.Errorf("spoke work client: %w", err)
 	}

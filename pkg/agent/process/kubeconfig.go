@@ -42,6 +42,11 @@ import (
 // certificate-authority file its current context names, if any. The client certificate, key and token
 // files are not among them; client-go reloads those by itself (see above).
 func (o *Options) HubWatchPaths() []string {
+	if o.cloudEvents() {
+		// The source's configuration: a new server, CA or credential needs a new connection. (The
+		// client certificate files it names, sdk-go reads again by itself every few minutes.)
+		return []string{o.WorkloadSourceConfig}
+	}
 	path, _ := o.hubKubeconfigPath()
 	if path == "" {
 		return nil

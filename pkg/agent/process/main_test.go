@@ -20,9 +20,10 @@ import (
 // The hub and the spoke the package's tests share, started by the first test that needs them. Each test
 // runs ferry-agent's process (Run) for a cluster namespace of its own on the hub; a work's
 // AppliedManifestWork on the spoke is named after the hub and the work, so work names carry the
-// test's cluster name.
+// test's cluster name. The spoke runs kube-controller-manager: a deleted work's objects go with its
+// AppliedManifestWork by the garbage collector.
 var shared = &localcluster.Shared{Options: localcluster.Options{
-	Spokes: []localcluster.ClusterSpec{{Name: "spoke"}},
+	Spokes: []localcluster.ClusterSpec{{Name: "spoke", ControllerManager: true}},
 }}
 
 func TestMain(m *testing.M) { os.Exit(localcluster.RunShared(m, shared)) }

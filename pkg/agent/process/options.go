@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/cloudevents"
 )
 
 // Flag names. Those OCM's work agent has are spelled as OCM spells them, so that a Deployment written
@@ -65,9 +66,14 @@ const (
 	flagDefaultExecutor = "default-executor"
 )
 
-// WorkloadSourceKube is the only workload source ferry-agent reads ManifestWorks from: the hub's API
-// server. OCM's work agent also has message-queue drivers (mqtt, grpc, kafka).
-const WorkloadSourceKube = "kube"
+// The workload sources ferry-agent reads ManifestWorks from (--workload-source-driver): the hub's API
+// server (kube, the default), OCM's gRPC server (grpc) or an MQTT broker (mqtt), the last two as
+// cloudevents (pkg/agent/cloudevents), as OCM's work agent reads them.
+const (
+	WorkloadSourceKube = "kube"
+	WorkloadSourceGRPC = cloudevents.DriverGRPC
+	WorkloadSourceMQTT = cloudevents.DriverMQTT
+)
 
 // FeatureRawFeedbackJSONString is OCM's feature gate that reports structured status feedback values
 // as JSON text (JsonRaw).
@@ -127,8 +133,9 @@ type Options struct {
 	// hub clients (and TerminateOnFiles for any change). Not a flag; zero means every 10 seconds.
 	HubWatchInterval time.Duration
 
-	// WorkloadSourceDriver is where ManifestWorks come from; only WorkloadSourceKube is supported.
-	// WorkloadSourceConfig is, for it, the hub kubeconfig file: OCM's spelling of HubKubeconfig.
+	// WorkloadSourceDriver is where ManifestWorks come from: WorkloadSourceKube, WorkloadSourceGRPC or
+	// WorkloadSourceMQTT. WorkloadSourceConfig is, for kube, the hub kubeconfig file (OCM's spelling of
+	// HubKubeconfig); for grpc and mqtt, the driver's configuration file as OCM's agent reads it.
 	WorkloadSourceDriver string
 	WorkloadSourceConfig string
 	// TerminateOnFiles are files whose change ends the agent (Run returns), for its supervisor to
@@ -158,8 +165,9 @@ type Options struct {
 	LeaderElectionLeaseDuration time.Duration
 	LeaderElectionRenewDeadline time.Duration
 	LeaderElectionRetryPeriod   time.Duration
-	// The cloudevents flags are accepted so that an OCM work agent's command line runs unchanged; see
-	// AddFlags for what each means here.
+	// CloudEventsClientID names the agent to a grpc or mqtt source (default <cluster>-work-agent, as the
+	// klusterlet passes it); CloudEventsClientCodecs is accepted as OCM's agent accepts it (which uses
+	// the manifestbundles codec whatever it says).
 	CloudEventsClientID     string
 	CloudEventsClientCodecs []string
 	// OCMCommandLine says the agent was started with OCM's work agent command line (`agent …`, as the
@@ -287,9 +295,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"host:port to serve Go's /debug/pprof profiles on (memory, CPU) for a person investigating; 0 turns them off.")
 
 	fs.StringVar(&o.WorkloadSourceDriver, flagWorkloadSourceDriver, o.WorkloadSourceDriver,
-		"Where ManifestWorks come from, as OCM's work agent: only kube (the hub's API server) is supported.")
+		"Where ManifestWorks come from, as OCM's work agent: kube (the hub's API server), grpc (OCM's gRPC server) or mqtt (an MQTT broker), the last two as cloudevents with the manifestbundles codec.")
 	fs.StringVar(&o.WorkloadSourceConfig, flagWorkloadSourceConfig, o.WorkloadSourceConfig,
-		"With --"+flagWorkloadSourceDriver+"=kube, the hub kubeconfig file: the same as --"+flagHubKubeconfig+".")
+		"With --"+flagWorkloadSourceDriver+"=kube, the hub kubeconfig file: the same as --"+flagHubKubeconfig+". With grpc or mqtt, the driver's configuration file (OCM's format: url/brokerHost, CA, client certificate or token, MQTT topics); required for them.")
 	fs.StringSliceVar(&o.TerminateOnFiles, flagTerminateOnFiles, o.TerminateOnFiles,
 		"Files whose change ends the agent, for its supervisor (the kubelet) to start it again with them. Repeatable.")
 	fs.Int32Var(&o.MaxJSONRawLength, flagMaxJSONRawLength, o.MaxJSONRawLength,
@@ -311,7 +319,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaderElectionRetryPeriod, flagLeaderElectionRetryPeriod, o.LeaderElectionRetryPeriod,
 		"How often candidates try to acquire, and the leader to renew, the Lease.")
 	fs.StringVar(&o.CloudEventsClientID, flagCloudEventsClientID, o.CloudEventsClientID,
-		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+		"With --"+flagWorkloadSourceDriver+"=grpc or mqtt, the ID this agent subscribes as. Default: <cluster>-work-agent (what the klusterlet passes).")
 	fs.StringVar(&o.Listen, flagListen, o.Listen,
 		"host:port to serve /healthz, /livez and /readyz on over HTTPS (a self-signed certificate made at start), as OCM's agents do; 0 turns it off. Default: :8443 when started as OCM's work agent is (ferry-agent agent ...), else off.")
 	fs.StringVar(&o.TLSMinVersion, flagTLSMinVersion, o.TLSMinVersion,
@@ -323,7 +331,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultExecutor, flagDefaultExecutor, o.DefaultExecutor,
 		"namespace/name of a ServiceAccount on the managed cluster that works naming no executor are held to, as if they named it. Default: none (they apply with the agent's rights).")
 	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
-		"Accepted for OCM compatibility; used only by message-queue workload sources, which ferry-agent does not support.")
+		"Accepted as OCM's work agent accepts it (manifest, manifestbundle); ManifestWorks travel with the manifestbundles codec whatever it says, as with OCM's agent.")
 	fs.IntVar(&o.HealthPort, flagHealthPort, o.HealthPort,
 		"Port of the --"+flagListen+" server on every address (:<port>), as the klusterlet passes it for a health check port other than 8443. Give this or --"+flagListen+".")
 	fs.StringVar(&o.Kubeconfig, flagKubeconfig, o.Kubeconfig,

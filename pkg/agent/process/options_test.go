@@ -546,14 +546,47 @@ func TestKlusterletWorkAgentArgsAreAccepted(t *testing.T) {
 	}
 }
 
+// The klusterlet's command line over gRPC (no hub kubeconfig, the source's config.yaml, a client ID)
+// validates; the client ID defaults to the klusterlet's; a driver OCM's agent does not have, a missing
+// or absent config file, or a codec OCM does not know is one line naming the flag.
+func TestCloudEventsCommandLines(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte("url: hub.example:8090\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := completed(t, "--spoke-cluster-name=cluster1", "--workload-source-driver=grpc", "--workload-source-config="+config,
+		"--cloudevents-client-id=cluster1-work-agent", "--agent-id=a1")
+	if err := o.Validate(); err != nil {
+		t.Errorf("the klusterlet's grpc command line: %v", err)
+	}
+	if got := o.HubWatchPaths(); len(got) != 1 || got[0] != config {
+		t.Errorf("watched for a new connection: %v; want the source's config %s", got, config)
+	}
+	o = completed(t, "--spoke-cluster-name=cluster1", "--workload-source-driver=mqtt", "--workload-source-config="+config)
+	if err := o.Validate(); err != nil || o.CloudEventsClientID != "cluster1-work-agent" {
+		t.Errorf("mqtt without a client ID: %v, client ID %q; want it valid, as cluster1-work-agent", err, o.CloudEventsClientID)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workload-source-driver=kafka", "--hub-kubeconfig=" + config}, `--workload-source-driver "kafka": want kube, grpc or mqtt`},
+		{[]string{"--workload-source-driver=grpc"}, "--workload-source-driver=grpc needs --workload-source-config"},
+		{[]string{"--workload-source-driver=grpc", "--workload-source-config=" + config + ".missing"}, "--workload-source-config " + config + ".missing"},
+		{[]string{"--workload-source-driver=mqtt", "--workload-source-config=" + config, "--cloudevents-client-codecs=manifests"}, `--cloudevents-client-codecs "manifests"`},
+		{[]string{"--workload-source-driver=kube", "--workload-source-config=" + config + ".missing"}, "--hub-kubeconfig"},
+	} {
+		o := completed(t, append([]string{"--spoke-cluster-name=cluster1"}, c.args...)...)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v; want an error with %q", c.args, err, c.want)
+		}
+	}
+}
+
 func TestWorkloadSourceErrors(t *testing.T) {
 	dir := hubDir(t, "cluster1")
 	kubeconfig := filepath.Join(dir, KubeconfigFile)
-	o := completed(t, "--spoke-cluster-name=cluster1", "--hub-kubeconfig="+kubeconfig, "--workload-source-driver=mqtt")
-	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--workload-source-driver \"mqtt\"") {
-		t.Errorf("mqtt driver: %v, want an error naming the flag and value", err)
-	}
-	o = NewOptions()
+	o := NewOptions()
 	fs := pflag.NewFlagSet("ferry-agent", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse([]string{"--hub-kubeconfig=" + kubeconfig, "--workload-source-config=/elsewhere/kubeconfig"}); err != nil {

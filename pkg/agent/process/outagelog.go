@@ -21,17 +21,25 @@ import (
 //
 // It reads the hub and spoke addresses from o once: after a hub kubeconfig change to another server,
 // errors of the new one are logged as they come.
+//
+// Over a cloudevents source (grpc, mqtt) only the spoke's outages are folded: the source's client logs
+// one line per lost connection and retries with its own backoff.
 func WithQuietOutages(ctx context.Context, o *Options, base logr.Logger) (logr.Logger, error) {
-	hub, err := o.HubConfig()
-	if err != nil {
-		return base, err
+	configs := map[string]*rest.Config{}
+	if !o.cloudEvents() {
+		hub, err := o.HubConfig()
+		if err != nil {
+			return base, err
+		}
+		configs["hub"] = hub
 	}
 	spoke, err := o.SpokeConfig()
 	if err != nil {
 		return base, err
 	}
+	configs["spoke"] = spoke
 	var endpoints []apiEndpoint
-	for role, cfg := range map[string]*rest.Config{"hub": hub, "spoke": spoke} {
+	for role, cfg := range configs {
 		e, err := endpointOf(role, cfg)
 		if err != nil {
 			return base, err

@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ferry-mc/ferry/pkg/agent"
+	"github.com/ferry-mc/ferry/pkg/agent/cloudevents"
 	"github.com/ferry-mc/ferry/pkg/agent/feedback"
 )
 
@@ -96,6 +97,9 @@ func (o *Options) runRestartingOnHubChange(ctx context.Context, ready *readiness
 }
 
 func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
+	if o.cloudEvents() {
+		return runOnceOverCloudEvents(ctx, o, ready)
+	}
 	hub, err := o.HubConfig()
 	if err != nil {
 		return err
@@ -107,14 +111,7 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 	if err := o.WaitHubAccess(ctx); err != nil {
 		return err
 	}
-	agentID := o.AgentID
-	if agentID == "" {
-		agentID = o.SpokeClusterName
-	}
-	defaultExecutor, err := o.defaultExecutor()
-	if err != nil {
-		return err
-	}
+	agentID := o.agentID()
 	clients, err := NewAgentClients(hub, spoke)
 	if err != nil {
 		return err
@@ -145,9 +142,48 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		})
 	}
 	defer func() { cancel(); hubReporters.Wait() }()
+	return startAgent(ctx, o, clients, func() {
+		ready.Store(true)
+		markSynced.Do(func() { close(synced) })
+	})
+}
+
+// runOnceOverCloudEvents runs the agent on works from a cloudevents source (grpc, mqtt) until ctx is
+// done. As OCM's work agent over these drivers, it renews no hub Lease and reports no ClusterClaims:
+// the klusterlet's registration agent does, through the same source.
+func runOnceOverCloudEvents(ctx context.Context, o *Options, ready *atomic.Bool) error {
+	spoke, err := o.SpokeConfig()
+	if err != nil {
+		return err
+	}
+	clients, err := NewSpokeClients(spoke)
+	if err != nil {
+		return err
+	}
+	if clients.HubWorks, clients.HubHost, err = cloudevents.Connect(ctx, cloudevents.Options{Driver: o.WorkloadSourceDriver,
+		ConfigFile: o.WorkloadSourceConfig, ClusterName: o.SpokeClusterName, ClientID: o.CloudEventsClientID}); err != nil {
+		return err
+	}
+	return startAgent(ctx, o, clients, func() { ready.Store(true) })
+}
+
+// agentID is --agent-id, else the cluster's name.
+func (o *Options) agentID() string {
+	if o.AgentID != "" {
+		return o.AgentID
+	}
+	return o.SpokeClusterName
+}
+
+// startAgent runs the agent with clients until ctx is done; ready is called once its caches are in sync.
+func startAgent(ctx context.Context, o *Options, clients agent.Clients, ready func()) error {
+	defaultExecutor, err := o.defaultExecutor()
+	if err != nil {
+		return err
+	}
 	return agent.Start(ctx, agent.Config{
 		ClusterName:         o.SpokeClusterName,
-		AgentID:             agentID,
+		AgentID:             o.agentID(),
 		Clients:             clients,
 		Workers:             o.Workers,
 		StatusSyncInterval:  o.StatusSyncInterval,
@@ -156,10 +192,7 @@ func runOnce(ctx context.Context, o *Options, ready *atomic.Bool) error {
 		ExecutorMode:        agent.ExecutorMode(o.ExecutorMode),
 		DefaultExecutor:     defaultExecutor,
 		Log:                 klog.FromContext(ctx),
-		Ready: func() {
-			ready.Store(true)
-			markSynced.Do(func() { close(synced) })
-		},
+		Ready:               ready,
 	})
 }
 

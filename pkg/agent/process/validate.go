@@ -81,6 +81,12 @@ func (o *Options) Complete() error {
 			return err
 		}
 	}
+	if o.cloudEvents() && o.WorkloadSourceConfig != "" {
+		if o.WorkloadSourceConfig, err = filepath.Abs(o.WorkloadSourceConfig); err != nil {
+			return err
+		}
+	}
+	defer o.completeCloudEventsClientID()
 	if o.HubKubeconfigDir == "" || checkDir(o.HubKubeconfigDir) != nil {
 		return nil // Validate says what is wrong with the directory
 	}
@@ -99,6 +105,15 @@ func (o *Options) Complete() error {
 	return nil
 }
 
+// completeCloudEventsClientID names the agent to a cloudevents source as the klusterlet does
+// (<cluster>-work-agent) when --cloudevents-client-id is not given: OCM's agent refuses to start without
+// one, which a person starting it by hand learns only then.
+func (o *Options) completeCloudEventsClientID() {
+	if o.cloudEvents() && o.CloudEventsClientID == "" && o.SpokeClusterName != "" {
+		o.CloudEventsClientID = o.SpokeClusterName + "-work-agent"
+	}
+}
+
 // readDirFile returns the trimmed content of a file of HubKubeconfigDir, or "" when it does not exist.
 func (o *Options) readDirFile(name string) (value, path string, err error) {
 	path = filepath.Join(o.HubKubeconfigDir, name)
@@ -112,11 +127,30 @@ func (o *Options) readDirFile(name string) (value, path string, err error) {
 	return strings.TrimSpace(string(data)), path, nil
 }
 
+// cloudEvents reports whether the works come from a cloudevents source (grpc, mqtt) rather than the
+// hub's API server.
+func (o *Options) cloudEvents() bool {
+	return o.WorkloadSourceDriver == WorkloadSourceGRPC || o.WorkloadSourceDriver == WorkloadSourceMQTT
+}
+
 // Validate reports the first thing wrong with the options, as one line naming the flag.
 func (o *Options) Validate() error {
-	if o.WorkloadSourceDriver != WorkloadSourceKube {
-		return fmt.Errorf("--%s %q: ferry-agent reads ManifestWorks from the hub's API server only (--%s=%s)",
-			flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceDriver, WorkloadSourceKube)
+	switch o.WorkloadSourceDriver {
+	case WorkloadSourceKube:
+	case WorkloadSourceGRPC, WorkloadSourceMQTT:
+		if o.WorkloadSourceConfig == "" {
+			return fmt.Errorf("--%s=%s needs --%s: the %s configuration file", flagWorkloadSourceDriver, o.WorkloadSourceDriver, flagWorkloadSourceConfig, o.WorkloadSourceDriver)
+		}
+		if err := checkFile(o.WorkloadSourceConfig); err != nil {
+			return fmt.Errorf("--%s %s: %s", flagWorkloadSourceConfig, o.WorkloadSourceConfig, err)
+		}
+		for _, codec := range o.CloudEventsClientCodecs {
+			if codec != "manifest" && codec != "manifestbundle" {
+				return fmt.Errorf("--%s %q: want manifest or manifestbundle", flagCloudEventsClientCodec, codec)
+			}
+		}
+	default:
+		return fmt.Errorf("--%s %q: want %s, %s or %s", flagWorkloadSourceDriver, o.WorkloadSourceDriver, WorkloadSourceKube, WorkloadSourceGRPC, WorkloadSourceMQTT)
 	}
 	if o.Listen != "0" && o.Listen != "" {
 		if err := validateBindAddress(flagListen, o.Listen); err != nil {
@@ -142,6 +176,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--%s %d: must be 0 or more", flagMaxCustomClusterClaims, o.MaxCustomClusterClaims)
 	}
 	switch {
+	case o.cloudEvents() && o.HubKubeconfig == "" && o.HubKubeconfigDir == "":
+		// The works come from the source; no hub API server is read.
 	case o.HubKubeconfig == "" && o.HubKubeconfigDir == "":
 		return fmt.Errorf("--%s or --%s is required", flagHubKubeconfig, flagHubKubeconfigDir)
 	case o.HubKubeconfig != "" && o.HubKubeconfigDir != "":
