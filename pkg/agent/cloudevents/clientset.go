@@ -1,11 +1,17 @@
 package cloudevents
 
 import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
 	workv1alpha1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1alpha1"
+	workv1 "open-cluster-management.io/api/work/v1"
 	agentclient "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/work/agent/client"
 )
 
@@ -33,7 +39,52 @@ type workV1 struct {
 // cluster's, and the agent asks for those only.
 func (c *workV1) ManifestWorks(namespace string) workv1client.ManifestWorkInterface {
 	c.works.SetNamespace(namespace)
-	return c.works
+	return ownCopies{c.works}
+}
+
+// ownCopies is sdk-go's client of works with every work it gives the caller copied: sdk-go hands out
+// the very objects its own store keeps, and the agent changes what it is given (its informer's
+// transform and its write-through cache compact what they keep) while sdk-go reads them: a data race,
+// and sdk-go's store changed behind its back.
+type ownCopies struct {
+	*agentclient.ManifestWorkAgentClient
+}
+
+func (c ownCopies) Get(ctx context.Context, name string, opts metav1.GetOptions) (*workv1.ManifestWork, error) {
+	w, err := c.ManifestWorkAgentClient.Get(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return w.DeepCopy(), nil
+}
+
+func (c ownCopies) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*workv1.ManifestWork, error) {
+	w, err := c.ManifestWorkAgentClient.Patch(ctx, name, pt, data, opts, subresources...)
+	if err != nil {
+		return nil, err
+	}
+	return w.DeepCopy(), nil
+}
+
+func (c ownCopies) List(ctx context.Context, opts metav1.ListOptions) (*workv1.ManifestWorkList, error) {
+	list, err := c.ManifestWorkAgentClient.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return list.DeepCopy(), nil
+}
+
+func (c ownCopies) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := c.ManifestWorkAgentClient.Watch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+		if e.Object != nil {
+			e.Object = e.Object.DeepCopyObject()
+		}
+		return e, true
+	}), nil
 }
 
 func (c *workV1) AppliedManifestWorks() workv1client.AppliedManifestWorkInterface { return nil }
