@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
+	"github.com/ferry-mc/ferry/internal/testing/worktest"
 	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
@@ -87,13 +88,7 @@ func TestAgentsOverOCMsGRPCServer(t *testing.T) {
 	writeYAML(t, serverConfig, map[string]any{"server_bind_port": port, "tls_cert_file": serverCert, "tls_key_file": serverKey, "client_ca_file": ca.CAFile()})
 	runUntilTestEnds(t, exec.Command(server, "grpc", "--server-config="+serverConfig, "--kubeconfig="+env.Hub.Kubeconfig,
 		"--disable-leader-election", "--listen="+addrs[1]), "OCM's gRPC server", filepath.Join(logs, "ocm-grpc-server.log"))
-	eventually(t, "OCM's gRPC server listens on "+addrs[0], time.Minute, func(context.Context) (bool, error) {
-		c, err := net.DialTimeout("tcp", addrs[0], time.Second)
-		if err != nil {
-			return false, nil
-		}
-		return true, c.Close()
-	})
+	worktest.WaitListening(t, "OCM's gRPC server", addrs[0])
 
 	// Each agent's config.yaml, as the klusterlet's registration agent writes it for gRPC: the server's
 	// URL and CA, the agent's client certificate and key; and on the hub, what OCM grants an agent over

@@ -1,9 +1,11 @@
 // Package worktest holds what tests of ferry-agent do with ManifestWorks on a real hub: create, change
-// and wait for a work's report. Entry points: Eventually, UpdateWork, WaitWork.
+// and wait for a work's report, or for a server a test runs beside them to listen. Entry points:
+// Eventually, UpdateWork, WaitWork, WaitListening.
 package worktest
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -26,6 +28,19 @@ func Eventually(t testing.TB, what string, cond func(ctx context.Context) (bool,
 	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, cond); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// WaitListening returns once something accepts TCP connections at addr (host:port), as a server the
+// test started does when it is up (an MQTT broker, OCM's gRPC server); it fails the test after Timeout.
+func WaitListening(t testing.TB, name, addr string) {
+	t.Helper()
+	Eventually(t, name+" accepts connections on "+addr, func(ctx context.Context) (bool, error) {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil
+		}
+		return true, c.Close()
+	})
 }
 
 // UpdateWork changes work namespace/name on the hub with fn, retrying on conflicts.

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,19 +58,11 @@ topics:
 	defer stop()
 	works := mqttSource(ctx, t, config, sourceID, cluster)
 
-	o := process.NewOptions()
-	o.WorkloadSourceDriver = process.WorkloadSourceMQTT
-	o.WorkloadSourceConfig = config
-	o.SpokeClusterName = cluster
-	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LeaderElectionNamespace = "kube-system"
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	o := runOptions(t, func(o *process.Options) {
+		o.WorkloadSourceDriver = process.WorkloadSourceMQTT
+		o.WorkloadSourceConfig = config
+		o.SpokeClusterName = cluster
+	})
 	if o.CloudEventsClientID != cluster+"-work-agent" {
 		t.Errorf("client ID %q; want %s-work-agent, as the klusterlet passes it", o.CloudEventsClientID, cluster)
 	}
@@ -181,12 +172,6 @@ func startMosquitto(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	worktest.Eventually(t, "mosquitto accepts connections on "+addr, func(context.Context) (bool, error) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, nil
-		}
-		return true, c.Close()
-	})
+	worktest.WaitListening(t, "mosquitto", addr)
 	return addr
 }

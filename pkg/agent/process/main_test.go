@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/internal/testing/worktest"
+	"github.com/ferry-mc/ferry/pkg/agent/process"
 	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
@@ -29,6 +30,25 @@ var shared = &localcluster.Shared{Options: localcluster.Options{
 func TestMain(m *testing.M) { os.Exit(localcluster.RunShared(m, shared)) }
 
 func testEnv(t testing.TB) *localcluster.Environment { return shared.Get(t) }
+
+// runOptions are ferry-agent's options for a test's Run on the package's spoke: no metrics or probe
+// server, the Lease in kube-system, and what set gives (the hub, the cluster), completed and
+// validated.
+func runOptions(t *testing.T, set func(*process.Options)) *process.Options {
+	t.Helper()
+	o := process.NewOptions()
+	o.SpokeKubeconfig = testEnv(t).Spoke("spoke").Kubeconfig
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.LeaderElectionNamespace = "kube-system"
+	set(o)
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
 
 // clusterWorks is one test's cluster namespace on the hub, seen through the hub's work API: what the
 // test gives the agent it runs, and where it reads the agent's reports.

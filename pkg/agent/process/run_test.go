@@ -58,18 +58,10 @@ func TestRunPicksUpARewrittenHubKubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	o := process.NewOptions()
-	o.HubKubeconfigDir = dir
-	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LeaderElectionNamespace = "kube-system"
-	o.HubWatchInterval = 100 * time.Millisecond
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	o := runOptions(t, func(o *process.Options) {
+		o.HubKubeconfigDir = dir
+		o.HubWatchInterval = 100 * time.Millisecond
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- process.Run(ctx, o) }()
@@ -124,20 +116,12 @@ func TestRunEndsWhenATerminateOnFileChanges(t *testing.T) {
 	if err := os.WriteFile(watched, []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := process.NewOptions()
-	o.SpokeClusterName = cluster
-	o.WorkloadSourceConfig = kubeconfig
-	o.TerminateOnFiles = []string{watched}
-	o.SpokeKubeconfig = e.Spoke("spoke").Kubeconfig
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LeaderElectionNamespace = "kube-system"
-	o.HubWatchInterval = 100 * time.Millisecond
-	if err := o.Complete(); err != nil {
-		t.Fatal(err)
-	}
-	if err := o.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	o := runOptions(t, func(o *process.Options) {
+		o.SpokeClusterName = cluster
+		o.WorkloadSourceConfig = kubeconfig
+		o.TerminateOnFiles = []string{watched}
+		o.HubWatchInterval = 100 * time.Millisecond
+	})
 	done := make(chan error, 1)
 	go func() { done <- process.Run(context.Background(), o) }()
 
