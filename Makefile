@@ -40,7 +40,7 @@ node: ## build the real node of the local clusters (kubelet, kube-proxy, pause) 
 	hack/tools/build-node.sh
 
 .PHONY: ocm-peers
-ocm-peers: ## build OCM's own agents (work, registration, klusterlet operator), test peers of Ferry, into bin/ocm-peers (cached by pinned version; about 10 min cold)
+ocm-peers: ## build OCM's own agents (work, registration, klusterlet operator, gRPC server), test peers of Ferry, into bin/ocm-peers (cached by pinned version; about 10 min cold)
 	hack/tools/build-ocm-peers.sh
 
 .PHONY: manifests

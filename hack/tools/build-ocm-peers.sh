@@ -7,8 +7,8 @@
 # `render-klusterlet`, which renders what `clusteradm join` applies (hack/tools/ocm/render-klusterlet);
 # and OCM's gRPC server (`server`, run as `server grpc`), which serves works to agents over gRPC in the
 # tests of ferry-agent's grpc driver.
-# The key names the pinned version and hashes the module's go.mod and go.sum and this script, so a
-# second run with nothing changed is a no-op. Cold, the build takes about 10 minutes on a 2-core machine
+# The key names the pinned version and hashes the module's go.mod and go.sum, render-ocm's source and
+# this script, so a second run with nothing changed is a no-op. Cold, the build takes about 10 minutes on a 2-core machine
 # (the binaries share one dependency graph: most of it is compiled once).
 set -euo pipefail
 
@@ -20,7 +20,7 @@ cd "$tools/ocm"
 export CGO_ENABLED=0
 
 ocm_version=$(go list -m -f '{{.Version}}' open-cluster-management.io/ocm)
-sum_hash=$(cat go.mod go.sum "$script" | sha256sum | cut -c1-12)
+sum_hash=$(cat go.mod go.sum render-ocm/*.go "$script" | sha256sum | cut -c1-12)
 key="ocm-${ocm_version}_${sum_hash}"
 out="$root/bin/ocm-peers/$key"
 

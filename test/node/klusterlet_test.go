@@ -2,10 +2,12 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +31,9 @@ import (
 	operatorclientset "open-cluster-management.io/api/client/operator/clientset/versioned"
 	workclientset "open-cluster-management.io/api/client/work/clientset/versioned"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	operatorv1 "open-cluster-management.io/api/operator/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/testing/childproc"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
@@ -78,6 +82,24 @@ const (
 // apply and report a work. As in TestFerryInstalledFromDeploy, the cluster is its own hub
 // ("local-cluster").
 func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
+	testClusteradmJoin(t, false)
+}
+
+// The same over OCM's gRPC transport: the hub as `clusteradm init --registration-drivers csr,grpc
+// --grpc-server S` sets it up — OCM's gRPC server (`server grpc`, as a process, as the cluster-manager
+// operator runs it in a pod) in front of the hub, its serving certificate and the authority that signs
+// the agents' client certificates (the hub registration controller's --grpc-ca-file and --grpc-key-file)
+// — and the klusterlet joined with `--registration-auth grpc --grpc-server S` (registrationDriver.authType
+// grpc). Neither of the klusterlet's agents then reads the hub's API server for its cluster: the
+// registration agent registers, renews its lease and gets its certificate through the server, and the
+// operator starts the work agent — Ferry's image — with --workload-source-driver=grpc and the
+// config.yaml the registration agent wrote. Ferry's agent must apply and report the work through the
+// server, and hand over to OCM's work image and back without re-creating anything.
+func TestClusteradmJoinOverGRPCRunsFerrysAgent(t *testing.T) {
+	testClusteradmJoin(t, true)
+}
+
+func testClusteradmJoin(t *testing.T, overGRPC bool) {
 	ctx := t.Context()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -134,14 +156,40 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ocmHubNamespace}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startHubRegistration(t, peers, c, clusters)
 	bootstrap := filepath.Join(rendered, "bootstrap-kubeconfig")
-	writeBootstrapKubeconfig(t, kube, c, bootstrap)
-
+	token := writeBootstrapKubeconfig(t, kube, c, bootstrap)
 	// clusteradm join --cluster-name local-cluster --image-registry ferry.io/ocm, with Ferry's agent as
 	// the work image.
-	renderOCM(t, peers, "join", "--out-dir", rendered, "--cluster-name", installedCluster, "--bootstrap-kubeconfig", bootstrap,
-		"--image-registry", ocmRegistry, "--tag", ocmTag, "--work-image", ferryAgentImage)
+	join := []string{"join", "--out-dir", rendered, "--cluster-name", installedCluster, "--bootstrap-kubeconfig", bootstrap,
+		"--image-registry", ocmRegistry, "--tag", ocmTag, "--work-image", ferryAgentImage}
+	var grpcServer string
+	if overGRPC {
+		signer, err := localcluster.NewTestCA(t.TempDir(), "ocm-grpc-signer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		startHubRegistration(t, peers, c, clusters, "--enabled-registration-drivers=csr,grpc",
+			"--grpc-ca-file="+signer.CAFile(), "--grpc-key-file="+signer.KeyFile())
+		grpcServer = startGRPCServer(t, peers, c, signer)
+		// What clusteradm join --registration-auth grpc --grpc-server writes beside the bootstrap
+		// kubeconfig: the server, the hub's CA for it, the bootstrap token.
+		caPEM, err := os.ReadFile(signer.CAFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		grpcConfig := filepath.Join(rendered, "bootstrap-grpc-config.yaml")
+		data, err := yaml.Marshal(map[string]any{"url": grpcServer, "caData": caPEM, "token": token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(grpcConfig, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		join = append(join, "--registration-auth", "grpc", "--grpc-config", grpcConfig)
+	} else {
+		startHubRegistration(t, peers, c, clusters)
+	}
+	renderOCM(t, peers, join...)
 	joined := time.Now()
 	if err := in.Kubectl(ctx, "apply", "-f", filepath.Join(rendered, "crds.yaml")); err != nil {
 		t.Fatal(err)
@@ -164,8 +212,17 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("CSR %s from %s, %s after the join", csr.Name, csr.Spec.Username, time.Since(joined).Round(time.Millisecond))
-	if want := "system:serviceaccount:" + ocmOperatorNamespace + ":agent-registration-bootstrap"; csr.Spec.Username != want {
-		t.Errorf("CSR %s made by %s, want the bootstrap ServiceAccount %s", csr.Name, csr.Spec.Username, want)
+	// Over gRPC the server creates the CSR for the agent it authenticated, and names that agent in an
+	// annotation; the signer is then OCM's gRPC signer, which the hub registration controller serves.
+	maker, signerName := csr.Spec.Username, certificatesv1.KubeAPIServerClientSignerName
+	if overGRPC {
+		maker, signerName = csr.Annotations[operatorv1.CSRUsernameAnnotation], operatorv1.GRPCAuthSigner
+	}
+	if want := "system:serviceaccount:" + ocmOperatorNamespace + ":agent-registration-bootstrap"; maker != want {
+		t.Errorf("CSR %s made by %q, want the bootstrap ServiceAccount %s", csr.Name, maker, want)
+	}
+	if csr.Spec.SignerName != signerName {
+		t.Errorf("CSR %s is for signer %s, want %s", csr.Name, csr.Spec.SignerName, signerName)
 	}
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
@@ -182,6 +239,12 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 	// work agent, whose credential the hub knows but lets do nothing yet. Ferry's agent waits for its
 	// role there, as OCM's does, instead of exiting into CrashLoopBackOff.
 	var waiting *corev1.Pod
+	waitingSign := "waiting for the hub to grant this cluster's role"
+	if overGRPC {
+		// Over gRPC the server asks the hub whether the agent may watch its cluster's works, and refuses
+		// the subscription until the cluster is accepted; sdk-go's client subscribes again with backoff.
+		waitingSign = "PermissionDenied"
+	}
 	waitFor(t, "Ferry's agent, started before the cluster is accepted, says it waits for its role on the hub", podWait, func(ctx context.Context) (bool, error) {
 		pods, err := kube.CoreV1().Pods(ocmAgentNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=klusterlet-manifestwork-agent"})
 		if err != nil {
@@ -189,7 +252,7 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 		}
 		for i := range pods.Items {
 			logs, err := kube.CoreV1().Pods(ocmAgentNamespace).GetLogs(pods.Items[i].Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			if err == nil && strings.Contains(string(logs), "waiting for the hub to grant this cluster's role") {
+			if err == nil && strings.Contains(string(logs), waitingSign) {
 				waiting = &pods.Items[i]
 				return true, nil
 			}
@@ -221,6 +284,13 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 		t.Errorf("the klusterlet's work agent runs image %s as %s with args %q; want %s as klusterlet-work-sa with /work agent …",
 			work.Image, workPod.Spec.ServiceAccountName, work.Args, ferryAgentImage)
 	}
+	driver := "--workload-source-driver=kube"
+	if overGRPC {
+		driver = "--workload-source-driver=grpc"
+	}
+	if !slices.Contains(work.Args, driver) {
+		t.Errorf("the klusterlet's work agent runs with args %q; want %s", work.Args, driver)
+	}
 	if reg := regPod.Spec.Containers[0]; reg.Image != ocmRegistrationImage {
 		t.Errorf("the klusterlet's registration agent runs %s, want OCM's %s", reg.Image, ocmRegistrationImage)
 	}
@@ -241,7 +311,13 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, key := range []string{"kubeconfig", "tls.crt", "tls.key", "cluster-name"} {
+		keys := []string{"kubeconfig", "tls.crt", "tls.key", "cluster-name"}
+		if overGRPC {
+			// What the work agent reads over gRPC (--workload-source-config): the server, its CA, and
+			// the client certificate beside it.
+			keys = append(keys, "config.yaml")
+		}
+		for _, key := range keys {
 			if len(secret.Data[key]) == 0 {
 				t.Errorf("hub-kubeconfig-secret has no %s: the registration agent's certificate was not issued", key)
 			}
@@ -270,14 +346,24 @@ func TestClusteradmJoinRunsFerrysAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var agentIDs []string
+		var agentIDs, names []string
 		for _, a := range applied.Items {
 			if a.Spec.ManifestWorkName == klusterletWork {
 				agentIDs = append(agentIDs, a.Spec.AgentID)
+				names = append(names, a.Name)
 			}
 		}
 		if !slices.Equal(agentIDs, []string{string(klusterlet.GetUID())}) {
 			t.Errorf("AppliedManifestWorks of %s have agent IDs %q, want the Klusterlet's UID %s", klusterletWork, agentIDs, klusterlet.GetUID())
+		}
+		// Named for the hub the work came from, as OCM's agent names it: the hash of the hub's URL, or
+		// over gRPC of the server's.
+		hub := c.Config.Host
+		if overGRPC {
+			hub = grpcServer
+		}
+		if want := fmt.Sprintf("%x-%s", sha256.Sum256([]byte(hub)), klusterletWork); !slices.Equal(names, []string{want}) {
+			t.Errorf("AppliedManifestWorks of %s are named %q, want %s (for the hub %s)", klusterletWork, names, want, hub)
 		}
 	})
 
@@ -476,57 +562,130 @@ func renderOCM(t *testing.T, peers string, args ...string) {
 // it grants an accepted cluster its namespace and RBAC, marks it accepted and watches its lease — and
 // returns once it is at work: it has made the ManagedClusterSet "default" (its DefaultClusterSet gate
 // is on by default).
-func startHubRegistration(t *testing.T, peers string, c *localcluster.Cluster, clusters clusterclientset.Interface) {
+// extra are further arguments (the gRPC signer's).
+func startHubRegistration(t *testing.T, peers string, c *localcluster.Cluster, clusters clusterclientset.Interface, extra ...string) {
 	t.Helper()
-	logFile, err := os.Create(filepath.Join(c.Dir, "logs", "ocm-registration-controller.log"))
+	hub := startHubProcess(t, c, "OCM's registration controller", "ocm-registration-controller.log", filepath.Join(peers, "registration"),
+		append([]string{"controller", "--kubeconfig=" + c.Kubeconfig, "--namespace=" + ocmHubNamespace, "--disable-leader-election"}, extra...)...)
+	waitFor(t, "OCM's registration controller makes the ManagedClusterSet default", time.Minute, func(ctx context.Context) (bool, error) {
+		if err := hub.exitedEarly(); err != nil {
+			return false, err
+		}
+		_, err := clusters.ClusterV1beta2().ManagedClusterSets().Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	}, hub.logTail)
+}
+
+// startGRPCServer runs OCM's gRPC server against the hub until the test ends, as the cluster-manager
+// operator runs it when a registration driver is grpc: on the hub's address as pods reach it, with a
+// serving certificate of signer for that address, and trusting signer's client certificates (those the
+// hub registration controller signs for agents registered over gRPC). It returns the server's address
+// (host:port) once it listens.
+func startGRPCServer(t *testing.T, peers string, c *localcluster.Cluster, signer *localcluster.TestCA) string {
+	t.Helper()
+	u, err := url.Parse(c.Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Its health server takes no port 0 (library-go then serves nothing and fails): a free one.
+	ip := net.ParseIP(u.Hostname())
+	if ip == nil {
+		t.Fatalf("the hub's address %s is not an IP: the gRPC server's certificate needs one", c.Config.Host)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	cert, key, err := signer.IssueServer("grpc-server", ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "config.yaml")
+	data, err := yaml.Marshal(map[string]any{"server_bind_port": port, "tls_cert_file": cert, "tls_key_file": key, "client_ca_file": signer.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server := startHubProcess(t, c, "OCM's gRPC server", "ocm-grpc-server.log", filepath.Join(peers, "server"),
+		"grpc", "--server-config="+config, "--kubeconfig="+c.Kubeconfig, "--disable-leader-election")
+	waitFor(t, "OCM's gRPC server listens on "+addr, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := server.exitedEarly(); err != nil {
+			return false, err
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	}, server.logTail)
+	return addr
+}
+
+// hubProcess is one of OCM's hub processes run by a test.
+type hubProcess struct {
+	name    string
+	exited  chan error
+	logFile string
+}
+
+// startHubProcess runs binary with args until the test ends, its output in logName under the cluster's
+// logs, and a free health address (--listen: library-go serves nothing on port 0, and fails).
+func startHubProcess(t *testing.T, c *localcluster.Cluster, name, logName, binary string, args ...string) *hubProcess {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(c.Dir, "logs", logName))
+	if err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	listen := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(filepath.Join(peers, "registration"), "controller",
-		"--kubeconfig="+c.Kubeconfig,
-		"--namespace="+ocmHubNamespace,
-		"--disable-leader-election",
-		"--listen="+listen)
+	cmd := exec.Command(binary, append(args, "--listen="+listen)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start OCM's registration controller: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	logTail := func() string {
-		data, _ := os.ReadFile(logFile.Name())
-		return childproc.Tail(string(data), 60)
-	}
+	p := &hubProcess{name: name, exited: make(chan error, 1), logFile: logFile.Name()}
+	go func() { p.exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-p.exited
 		logFile.Close()
 		if t.Failed() {
-			t.Logf("OCM's registration controller:\n%s", logTail())
+			t.Logf("%s:\n%s", name, p.logTail())
 		}
 	})
-	waitFor(t, "OCM's registration controller makes the ManagedClusterSet default", time.Minute, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-exited:
-			exited <- err
-			return false, fmt.Errorf("OCM's registration controller exited: %v", err)
-		default:
-		}
-		_, err := clusters.ClusterV1beta2().ManagedClusterSets().Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	}, logTail)
+	return p
+}
+
+// exitedEarly says why the process exited, if it did.
+func (p *hubProcess) exitedEarly() error {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return fmt.Errorf("%s exited: %v", p.name, err)
+	default:
+		return nil
+	}
+}
+
+func (p *hubProcess) logTail() string {
+	data, _ := os.ReadFile(p.logFile)
+	return childproc.Tail(string(data), 60)
 }
 
 // writeBootstrapKubeconfig writes the kubeconfig `clusteradm join --hub-token` builds: the hub's address
-// as pods reach it, its CA, and a token of the bootstrap ServiceAccount (`clusteradm get token`).
-func writeBootstrapKubeconfig(t *testing.T, kube kubernetes.Interface, c *localcluster.Cluster, path string) {
+// as pods reach it, its CA, and a token of the bootstrap ServiceAccount (`clusteradm get token`), which it
+// returns.
+func writeBootstrapKubeconfig(t *testing.T, kube kubernetes.Interface, c *localcluster.Cluster, path string) string {
 	t.Helper()
 	tr, err := kube.CoreV1().ServiceAccounts(ocmOperatorNamespace).CreateToken(t.Context(), "agent-registration-bootstrap",
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
@@ -541,4 +700,5 @@ func writeBootstrapKubeconfig(t *testing.T, kube kubernetes.Interface, c *localc
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
+	return tr.Status.Token
 }

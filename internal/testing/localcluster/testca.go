@@ -14,20 +14,33 @@ type TestCA struct {
 	dir string
 }
 
-// NewTestCA makes an authority named name and writes its certificate to ca.crt in dir.
+// NewTestCA makes an authority named name and writes its certificate to ca.crt in dir, and its key to
+// ca.key: a signer such as OCM's hub registration controller, which signs the client certificates of
+// agents registered over gRPC, needs both.
 func NewTestCA(dir, name string) (*TestCA, error) {
 	ca, err := newCertAuthority(name)
 	if err != nil {
 		return nil, fmt.Errorf("certificate authority %s: %w", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), ca.certPEM, 0o600); err != nil {
+	key, err := ca.keyPEM()
+	if err != nil {
+		return nil, fmt.Errorf("certificate authority %s: %w", name, err)
+	}
+	c := &TestCA{ca: ca, dir: dir}
+	if err := os.WriteFile(c.CAFile(), ca.certPEM, 0o600); err != nil {
 		return nil, err
 	}
-	return &TestCA{ca: ca, dir: dir}, nil
+	if err := os.WriteFile(c.KeyFile(), key, 0o600); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // CAFile is the authority's certificate, PEM encoded.
 func (c *TestCA) CAFile() string { return filepath.Join(c.dir, "ca.crt") }
+
+// KeyFile is the authority's private key, PEM encoded.
+func (c *TestCA) KeyFile() string { return filepath.Join(c.dir, "ca.key") }
 
 // IssueServer writes a serving certificate for ips and its key, as name.crt and name.key.
 func (c *TestCA) IssueServer(name string, ips ...net.IP) (certFile, keyFile string, err error) {

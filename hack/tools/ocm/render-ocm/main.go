@@ -13,7 +13,11 @@
 //	                              Klusterlet (klusterlet.yaml).
 //
 // join's --work-image is clusteradm's `--klusterlet-values-file` with `images.overrides.workImage`: how a
-// user points a klusterlet at Ferry's agent image at join time.
+// user points a klusterlet at Ferry's agent image at join time. join's --registration-auth grpc with
+// --grpc-config is `clusteradm join --registration-auth grpc --grpc-server S`: the Klusterlet registers
+// through OCM's gRPC server (registrationDriver.authType grpc), and the bootstrap Secret carries, beside
+// the kubeconfig, the gRPC configuration clusteradm writes from --grpc-server, the hub's CA and the
+// bootstrap token (url, caData, token) as config.yaml.
 package main
 
 import (
@@ -49,6 +53,8 @@ func main() {
 	registry := fs.String("image-registry", "quay.io/open-cluster-management", "join: registry of OCM's images (clusteradm join --image-registry)")
 	tag := fs.String("tag", "v1.2.0", "join: tag of OCM's images (clusteradm join --bundle-version)")
 	workImage := fs.String("work-image", "", "join: image of the work agent, overriding <registry>/work:<tag> (values file images.overrides.workImage)")
+	registrationAuth := fs.String("registration-auth", "", "join: how the klusterlet registers: empty (csr, the hub's API server) or grpc (OCM's gRPC server; needs --grpc-config)")
+	grpcConfig := fs.String("grpc-config", "", "join: with --registration-auth grpc, file holding the bootstrap gRPC configuration (url, caData, token)")
 	_ = fs.Parse(os.Args[2:])
 
 	var err error
@@ -60,7 +66,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "render-ocm join: --cluster-name and --bootstrap-kubeconfig are required")
 			os.Exit(2)
 		}
-		err = renderJoin(*outDir, *clusterName, *bootstrap, *registry, *tag, *workImage)
+		if (*registrationAuth == operatorv1.GRPCAuthType) != (*grpcConfig != "") || (*registrationAuth != "" && *registrationAuth != operatorv1.GRPCAuthType) {
+			fmt.Fprintln(os.Stderr, "render-ocm join: --registration-auth grpc and --grpc-config go together (no other --registration-auth is rendered)")
+			os.Exit(2)
+		}
+		err = renderJoin(*outDir, *clusterName, *bootstrap, *grpcConfig, *registry, *tag, *workImage)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "render-ocm:", err)
@@ -103,12 +113,21 @@ func renderInit(outDir string) error {
 	return writeDocuments(filepath.Join(outDir, "hub-bootstrap.yaml"), kept)
 }
 
-func renderJoin(outDir, clusterName, bootstrapFile, registry, tag, workImage string) error {
+func renderJoin(outDir, clusterName, bootstrapFile, grpcConfigFile, registry, tag, workImage string) error {
 	bootstrap, err := os.ReadFile(bootstrapFile)
 	if err != nil {
 		return fmt.Errorf("read bootstrap kubeconfig: %w", err)
 	}
-	crds, objects, err := chart.RenderKlusterletChart(context.Background(), joinConfig(clusterName, string(bootstrap), registry, tag, workImage), operatorNamespace)
+	config := joinConfig(clusterName, string(bootstrap), registry, tag, workImage)
+	if grpcConfigFile != "" {
+		grpcConfig, err := os.ReadFile(grpcConfigFile)
+		if err != nil {
+			return fmt.Errorf("read bootstrap gRPC configuration: %w", err)
+		}
+		config.GRPCConfig = string(grpcConfig)
+		config.Klusterlet.RegistrationConfiguration.RegistrationDriver.AuthType = operatorv1.GRPCAuthType
+	}
+	crds, objects, err := chart.RenderKlusterletChart(context.Background(), config, operatorNamespace)
 	if err != nil {
 		return fmt.Errorf("render the klusterlet chart: %w", err)
 	}
