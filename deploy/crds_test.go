@@ -43,8 +43,8 @@ func TestCRDCopiesMatchManifests(t *testing.T) {
 	}
 }
 
-// deploy/hub installs exactly the CRDs a hub serves and deploy/agent/spoke exactly those a spoke
-// serves, as manifests.HubCRDs and manifests.SpokeCRDs name them.
+// deploy/hub installs exactly the CRDs a hub serves and deploy/agent/spoke (and the cloudevents
+// overlays of it) exactly those a spoke serves, as manifests.HubCRDs and manifests.SpokeCRDs name them.
 func TestInstallsCarryTheirCRDs(t *testing.T) {
 	hub, err := manifests.HubCRDs()
 	if err != nil {
@@ -54,7 +54,9 @@ func TestInstallsCarryTheirCRDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string][]*apiextensionsv1.CustomResourceDefinition{"hub": hub, "agent/spoke": spoke} {
+	for dir, want := range map[string][]*apiextensionsv1.CustomResourceDefinition{
+		"hub": hub, "agent/spoke": spoke, "agent/cloudevents/grpc": spoke, "agent/cloudevents/mqtt": spoke,
+	} {
 		_, objs := render(t, dir)
 		var got, wantNames []string
 		for _, o := range objs {

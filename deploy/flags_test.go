@@ -7,7 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
-	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 	"github.com/ferry-mc/ferry/internal/testing/gobuild"
 )
 
@@ -20,7 +19,8 @@ var binaries = map[string]string{
 // The binaries accept the command lines the Deployments give them: a flag renamed or removed in
 // cmd/ and not in deploy/ (or misspelled in deploy/) fails here rather than in a crash-looping pod.
 // Each binary is run with the rendered args, the kubelet's $(VAR) expansion applied, and --help,
-// which cobra honours only after every flag parsed.
+// which cobra honours only after every flag parsed. (What ferry-agent then makes of its args, the
+// files they name included, is completeAgentInPod's.)
 func TestBinariesAcceptTheDeploymentArgs(t *testing.T) {
 	built := map[string]string{}
 	dir := t.TempDir()
@@ -34,8 +34,7 @@ func TestBinariesAcceptTheDeploymentArgs(t *testing.T) {
 	for _, in := range installs {
 		_, objs := render(t, in.dir)
 		for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
-			c := d.Spec.Template.Spec.Containers[0]
-			expanded, err := deployrunner.ExpandArgs(c, deployrunner.PodFields(d.Namespace, d.Name+"-0"))
+			expanded, err := expandArgs(d)
 			if err != nil {
 				t.Fatalf("deploy/%s: %v", in.dir, err)
 			}

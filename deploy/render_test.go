@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 )
@@ -22,6 +23,8 @@ var installs = []install{
 	{dir: "hub", cluster: hubCluster},
 	{dir: "agent/spoke", cluster: spokeCluster},
 	{dir: "agent/clusteradm", cluster: spokeCluster},
+	{dir: "agent/cloudevents/grpc", cluster: spokeCluster, driver: "grpc"},
+	{dir: "agent/cloudevents/mqtt", cluster: spokeCluster, driver: "mqtt"},
 }
 
 // components are the kustomize Components under deploy/: no install lists them (a user's overlay
@@ -41,6 +44,9 @@ const (
 type install struct {
 	dir     string // relative to deploy/
 	cluster clusterRole
+	// driver is the --workload-source-driver of an agent install that takes its works from a
+	// cloudevents source (grpc, mqtt) rather than from the hub's API server ("").
+	driver string
 }
 
 // kubectl returns the path of kubectl, failing the test when it is missing: these tests exist to
@@ -144,7 +150,15 @@ func TestEveryKustomizationRenders(t *testing.T) {
 	for _, in := range installs {
 		included[in.dir] = true
 	}
+	listed := componentsOfInstalls(t)
 	for _, dir := range kustomizationDirs(t) {
+		if in, ok := listed[dir]; ok {
+			// Rendered as part of the install: a Component of patches alone has nothing to patch.
+			if !isComponent(t, dir) {
+				t.Errorf("kustomization %s is listed in the components of deploy/%s but is no kind: Component", dir, in)
+			}
+			continue
+		}
 		render(t, dir)
 		if included[dir] {
 			continue
@@ -164,6 +178,32 @@ func TestEveryKustomizationRenders(t *testing.T) {
 			t.Errorf("kustomization %s is no install and not included by one: add it to installs in deploy/render_test.go, so that it is dry-run", dir)
 		}
 	}
+}
+
+// componentsOfInstalls returns the Components that installs list under components:, by directory
+// (relative to deploy/), each with the first install listing it.
+func componentsOfInstalls(t testing.TB) map[string]string {
+	t.Helper()
+	listed := map[string]string{}
+	for _, in := range installs {
+		data, err := os.ReadFile(filepath.Join(in.dir, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k struct {
+			Components []string `json:"components"`
+		}
+		if err := yaml.Unmarshal(data, &k); err != nil {
+			t.Fatalf("deploy/%s/kustomization.yaml: %v", in.dir, err)
+		}
+		for _, c := range k.Components {
+			dir := filepath.Join(in.dir, c)
+			if _, ok := listed[dir]; !ok {
+				listed[dir] = in.dir
+			}
+		}
+	}
+	return listed
 }
 
 // isComponent reports whether dir's kustomization is a kustomize Component.

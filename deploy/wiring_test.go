@@ -1,7 +1,11 @@
 package deploy
 
 import (
+	"fmt"
 	"net"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,10 +16,40 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
 )
 
 // hubKubeconfigDir is where the agent reads the Secret hub-kubeconfig-secret, as OCM's work agent does.
 const hubKubeconfigDir = "/spoke/hub-kubeconfig"
+
+// The Secrets deploy/README.md has a user create before applying an agent install: the hub credential,
+// and for the cloudevents overlays the source's configuration.
+const (
+	hubKubeconfigSecret  = "hub-kubeconfig-secret"
+	workloadSourceSecret = "ferry-agent-workload-source"
+	// workloadSourceConfigKey is the key of workloadSourceSecret that --workload-source-config reads.
+	workloadSourceConfigKey = "config.yaml"
+)
+
+// userSecrets are those Secrets with made-up content in the layout deploy/README.md gives: what the
+// agent's pod finds at their mounts and in env read from them.
+var userSecrets = map[string]map[string]string{
+	hubKubeconfigSecret: {
+		"kubeconfig":   "apiVersion: v1\nkind: Config\n",
+		"tls.crt":      "",
+		"tls.key":      "",
+		"cluster-name": "cluster1",
+	},
+	workloadSourceSecret: {
+		workloadSourceConfigKey: "url: hub-grpc.example.com:8090\ncaFile: /spoke/workload-source/ca.crt\n" +
+			"clientCertFile: /spoke/workload-source/tls.crt\nclientKeyFile: /spoke/workload-source/tls.key\n",
+		"ca.crt":       "",
+		"tls.crt":      "",
+		"tls.key":      "",
+		"cluster-name": "cluster1",
+	},
+}
 
 // Each install holds together: the probes and the metrics Service reach the ports the binary is told
 // to serve on, the pod's ServiceAccount is rendered and is the subject of every binding, and its
@@ -50,10 +84,11 @@ func TestHubDeploymentArgs(t *testing.T) {
 
 // ferry-agent reads its hub credential from the Secret hub-kubeconfig-secret mounted whole as a
 // directory (a subPath mount would never see a rotated certificate), never creates that Secret, and
-// keeps leader election on.
+// keeps leader election on; its own validation takes the args as rendered, with the cluster name from
+// the Secret.
 func TestAgentDeploymentsReadTheHubKubeconfigSecret(t *testing.T) {
 	for _, in := range installs {
-		if in.cluster != spokeCluster {
+		if in.cluster != spokeCluster || in.driver != "" {
 			continue
 		}
 		t.Run(in.dir, func(t *testing.T) {
@@ -82,11 +117,178 @@ func TestAgentDeploymentsReadTheHubKubeconfigSecret(t *testing.T) {
 				t.Fatalf("ferry-agent mounts volume %s, which the pod does not have", mount.Name)
 			}
 			secret := d.Spec.Template.Spec.Volumes[v].Secret
-			if secret == nil || secret.SecretName != "hub-kubeconfig-secret" || len(secret.Items) > 0 {
-				t.Errorf("ferry-agent's volume %s is %+v, want all of the Secret hub-kubeconfig-secret", mount.Name, d.Spec.Template.Spec.Volumes[v])
+			if secret == nil || secret.SecretName != hubKubeconfigSecret || len(secret.Items) > 0 {
+				t.Errorf("ferry-agent's volume %s is %+v, want all of the Secret %s", mount.Name, d.Spec.Template.Spec.Volumes[v], hubKubeconfigSecret)
+			}
+			o := completeAgentInPod(t, d)
+			if o.SpokeClusterName != userSecrets[hubKubeconfigSecret]["cluster-name"] {
+				t.Errorf("ferry-agent takes the cluster name %q, want the Secret's cluster-name %q", o.SpokeClusterName, userSecrets[hubKubeconfigSecret]["cluster-name"])
 			}
 		})
 	}
+}
+
+// ferry-agent over a cloudevents driver reads its source's configuration file from the Secret
+// ferry-agent-workload-source, mounted whole and read-only (so that a changed file or a renewed
+// certificate reaches it) at the directory --workload-source-config points into; it has no hub
+// kubeconfig to read, never creates that Secret, and keeps leader election on. Its own validation
+// takes the args as rendered with that Secret's files at the mount, and completes them to the
+// driver, the cluster name the Secret holds, and no hub kubeconfig.
+func TestCloudEventsAgentDeploymentsReadTheWorkloadSourceSecret(t *testing.T) {
+	var tested int
+	for _, in := range installs {
+		if in.driver == "" {
+			continue
+		}
+		tested++
+		t.Run(in.dir, func(t *testing.T) {
+			_, objs := render(t, in.dir)
+			if secrets := ofKind[corev1.Secret](t, objs, "Secret"); len(secrets) > 0 {
+				t.Errorf("deploy/%s renders the Secret %s/%s: the source's configuration and credentials are the user's, never the install's", in.dir, secrets[0].Namespace, secrets[0].Name)
+			}
+			d := ofKind[appsv1.Deployment](t, objs, "Deployment")[0]
+			spec := d.Spec.Template.Spec
+			c := spec.Containers[0]
+			if v, _ := flagValue(c.Args, "workload-source-driver"); v != in.driver {
+				t.Errorf("ferry-agent args %q: want --workload-source-driver=%s", c.Args, in.driver)
+			}
+			for _, flag := range []string{"hub-kubeconfig", "hub-kubeconfig-dir"} {
+				if _, ok := flagValue(c.Args, flag); ok {
+					t.Errorf("ferry-agent args %q: --%s given; over %s the works come from the source, not a hub API server", c.Args, flag, in.driver)
+				}
+			}
+			if slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == hubKubeconfigSecret }) {
+				t.Errorf("deploy/%s still mounts the Secret %s, which no user of %s creates: the pod would wait for it forever", in.dir, hubKubeconfigSecret, in.driver)
+			}
+			if _, ok := flagValue(c.Args, "disable-leader-election"); ok {
+				t.Errorf("ferry-agent args %q: leader election must stay on", c.Args)
+			}
+
+			config, ok := flagValue(c.Args, "workload-source-config")
+			if !ok {
+				t.Fatalf("ferry-agent args %q: no --workload-source-config", c.Args)
+			}
+			i := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return path.Join(m.MountPath, path.Base(config)) == path.Clean(config)
+			})
+			if i < 0 {
+				t.Fatalf("--workload-source-config=%s lies in no directory ferry-agent mounts: %+v", config, c.VolumeMounts)
+			}
+			mount := c.VolumeMounts[i]
+			if mount.SubPath != "" || !mount.ReadOnly {
+				t.Errorf("ferry-agent mounts %s with subPath %q, readOnly %v: want the whole Secret, read-only", mount.MountPath, mount.SubPath, mount.ReadOnly)
+			}
+			v := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == mount.Name })
+			if v < 0 {
+				t.Fatalf("ferry-agent mounts volume %s, which the pod does not have", mount.Name)
+			}
+			if secret := spec.Volumes[v].Secret; secret == nil || secret.SecretName != workloadSourceSecret || len(secret.Items) > 0 {
+				t.Errorf("--workload-source-config=%s lies in volume %s, which is %+v: want all of the Secret %s", config, mount.Name, spec.Volumes[v], workloadSourceSecret)
+			}
+			if key := path.Base(config); key != workloadSourceConfigKey {
+				t.Errorf("--workload-source-config=%s reads the Secret's key %s; deploy/README.md has users create it with %s", config, key, workloadSourceConfigKey)
+			}
+
+			o := completeAgentInPod(t, d)
+			want := AgentOptions{
+				WorkloadSourceDriver: in.driver,
+				WorkloadSourceConfig: path.Clean(config),
+				SpokeClusterName:     userSecrets[workloadSourceSecret]["cluster-name"],
+				CloudEventsClientID:  userSecrets[workloadSourceSecret]["cluster-name"] + "-work-agent",
+			}
+			if o != want {
+				t.Errorf("ferry-agent completes its args %q to\n%+v, want\n%+v", c.Args, o, want)
+			}
+		})
+	}
+	if tested == 0 {
+		t.Fatal("no install runs ferry-agent over a cloudevents driver: see installs in deploy/render_test.go")
+	}
+}
+
+// expandArgs returns the args of the Deployment's container as the kubelet expands them in a pod of
+// it, with env read from a Secret taken from userSecrets.
+func expandArgs(d *appsv1.Deployment) ([]string, error) {
+	c := *d.Spec.Template.Spec.Containers[0].DeepCopy()
+	for i, e := range c.Env {
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		value, ok := userSecrets[ref.Name][ref.Key]
+		if !ok {
+			return nil, fmt.Errorf("container %s: env %s reads key %s of the Secret %s, which deploy/README.md does not have users create", c.Name, e.Name, ref.Key, ref.Name)
+		}
+		c.Env[i] = corev1.EnvVar{Name: e.Name, Value: value}
+	}
+	return deployrunner.ExpandArgs(c, deployrunner.PodFields(d.Namespace, d.Name+"-0"))
+}
+
+// completeAgentInPod has ferry-agent complete and validate the args of its Deployment as it does when
+// it starts in a pod of it: the args expanded by expandArgs, and each Secret the container mounts laid
+// out from userSecrets in a directory that stands for its mount path (the paths in the args moved
+// there), so that a flag naming a file outside the mounts, or a key the Secret lacks, fails here.
+// Paths in the returned options are given back as the pod sees them.
+func completeAgentInPod(t *testing.T, d *appsv1.Deployment) AgentOptions {
+	t.Helper()
+	if completeAgentArgs == nil {
+		t.Fatal("completeAgentArgs is not set: agentargs_test.go sets it")
+	}
+	args, err := expandArgs(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	moved := map[string]string{} // mount path in the pod → directory here
+	for _, m := range spec.Containers[0].VolumeMounts {
+		v := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })
+		if v < 0 || spec.Volumes[v].Secret == nil {
+			continue
+		}
+		secret := spec.Volumes[v].Secret
+		data, ok := userSecrets[secret.SecretName]
+		if !ok || len(secret.Items) > 0 || m.SubPath != "" {
+			t.Fatalf("%s mounts the Secret %s (items %v, subPath %q): not a whole Secret deploy/README.md has users create", d.Name, secret.SecretName, secret.Items, m.SubPath)
+		}
+		dir := t.TempDir()
+		for key, value := range data {
+			if err := os.WriteFile(filepath.Join(dir, key), []byte(value), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		moved[m.MountPath] = dir
+	}
+	for i, a := range args {
+		for mountPath, dir := range moved {
+			args[i] = movePath(a, mountPath, dir)
+			if args[i] != a {
+				break
+			}
+		}
+	}
+	o, err := completeAgentArgs(args)
+	if err != nil {
+		t.Fatalf("ferry-agent refuses the args of deploy's Deployment %s/%s %q: %v", d.Namespace, d.Name, args, err)
+	}
+	for _, p := range []*string{&o.WorkloadSourceConfig, &o.HubKubeconfig, &o.HubKubeconfigDir} {
+		for mountPath, dir := range moved {
+			*p = movePath(*p, dir, mountPath)
+		}
+	}
+	return o
+}
+
+// movePath returns arg, a path or --flag=path, with a path at or under from moved to the same place
+// under to.
+func movePath(arg, from, to string) string {
+	prefix, p := "", arg
+	if flag, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(flag, "-") {
+		prefix, p = flag+"=", value
+	}
+	if p != from && !strings.HasPrefix(p, from+"/") {
+		return arg
+	}
+	return prefix + to + strings.TrimPrefix(p, from)
 }
 
 // The clusteradm overlay runs in the klusterlet's namespace and leaves what the klusterlet owns
