@@ -57,6 +57,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"strategy"})
 
+	driftReverted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ferry_agent_drift_reverted_total",
+		Help: "Objects found changed on the managed cluster in fields their ManifestWork sets and put back, by kind and by the field manager that changed them (\"unknown\" when the object does not say).",
+	}, []string{"kind", "manager"})
+
 	settledApplies = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "ferry_agent_manifest_applies_settled_total",
 		Help: "Manifest applies answered without a request: the object's watch showed it unchanged since an apply that found nothing to write.",
@@ -72,7 +77,7 @@ var (
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(manifestApplies, manifestApplyDuration, settledApplies, worksGauge)
+	ctrlmetrics.Registry.MustRegister(manifestApplies, manifestApplyDuration, driftReverted, settledApplies, worksGauge)
 }
 
 // strategyLabel bounds a strategy type to the ones the apply engine implements.
@@ -100,6 +105,13 @@ func countApply(r *manifestResult) {
 		strategy = strategyLabel(optionsFor(r.config).Strategy)
 	}
 	manifestApplies.WithLabelValues(strategy, applyOutcome(r)).Inc()
+	if d := r.result.Drift; d != nil && r.err == nil {
+		manager := "unknown"
+		if len(d.Managers) > 0 {
+			manager = d.Managers[0]
+		}
+		driftReverted.WithLabelValues(r.meta.Kind, manager).Inc()
+	}
 }
 
 // applyOutcome classifies a manifest's result the way its Applied condition does.

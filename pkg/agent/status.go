@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -154,6 +155,7 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 		previous[m.ResourceMeta.Ordinal] = m.Conditions
 	}
 	status := workv1.ManifestWorkStatus{Conditions: slices.Clone(work.Status.Conditions)}
+	now := time.Now()
 	var failed, waiting, unavailable []string
 	for i := range results {
 		r := &results[i]
@@ -165,6 +167,7 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 		applied := appliedCondition(r)
 		applied.ObservedGeneration = gen
 		meta.SetStatusCondition(&mc.Conditions, applied)
+		setManifestDrift(&mc.Conditions, r.result.Drift, gen, now)
 		switch applied.Status {
 		case metav1.ConditionFalse:
 			failed = append(failed, describeManifest(r))
@@ -200,6 +203,7 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 		status.ResourceStatus.Manifests = append(status.ResourceStatus.Manifests, mc)
 	}
 	setHealth(&status.Conditions, restrictBuiltInComplete(health.Aggregate(status.ResourceStatus.Manifests, gen), results))
+	setWorkDrift(&status.Conditions, status.ResourceStatus.Manifests, gen)
 
 	workApplied := metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonWorkApplied,
 		Message: "Apply manifest work complete", ObservedGeneration: gen}
@@ -252,14 +256,17 @@ func appliedCondition(r *manifestResult) metav1.Condition {
 	return c
 }
 
-func describeManifest(r *manifestResult) string {
-	if r.meta.Kind == "" {
-		return fmt.Sprintf("manifest %d", r.meta.Ordinal)
+func describeManifest(r *manifestResult) string { return describeMeta(r.meta) }
+
+// describeMeta names a manifest's object as a person would: "Deployment ns/web", "Namespace ns".
+func describeMeta(m workv1.ManifestResourceMeta) string {
+	if m.Kind == "" {
+		return fmt.Sprintf("manifest %d", m.Ordinal)
 	}
-	if r.meta.Namespace != "" {
-		return fmt.Sprintf("%s %s/%s", r.meta.Kind, r.meta.Namespace, r.meta.Name)
+	if m.Namespace != "" {
+		return fmt.Sprintf("%s %s/%s", m.Kind, m.Namespace, m.Name)
 	}
-	return fmt.Sprintf("%s %s", r.meta.Kind, r.meta.Name)
+	return fmt.Sprintf("%s %s", m.Kind, m.Name)
 }
 
 func findManifest(ms []workv1.ManifestCondition, ordinal int32) *workv1.ManifestCondition {

@@ -133,6 +133,8 @@ func (s *unchangedApplyCache) record(work string, key settledKey, r *manifestRes
 		feedbackErr: r.feedbackErr,
 	}
 	kept.result.Operation = apply.Unchanged
+	// Taken again, the apply finds nothing changed on the cluster: the drift it put back was this one's.
+	kept.result.Drift = nil
 	if r.result.Operation == apply.Skipped {
 		kept.result.Operation = apply.Skipped // with its message: a strategy's choice, made again
 	}

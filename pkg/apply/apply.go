@@ -88,6 +88,9 @@ type Result struct {
 	Hash string
 	// Message explains a Skipped operation.
 	Message string
+	// Drift, set when an Updated operation put back what was changed on the cluster, says what and by
+	// whom (Update and ServerSideApply only).
+	Drift *Drift
 }
 
 // Applier applies objects to one cluster.

@@ -41,9 +41,13 @@ func (serverSideApplyStrategy) apply(ctx context.Context, r *request) (Result, e
 			u.SetOwnerReferences(withOwner(u.GetOwnerReferences(), r.opts.Owner))
 		}
 	}
-	if r.current != nil && r.current.GetAnnotations()[AppliedHashAnnotation] == res.Hash && holds(r.current, want) {
-		res.Object, res.Operation = r.current, Unchanged
-		return res, nil
+	if r.current != nil && r.current.GetAnnotations()[AppliedHashAnnotation] == res.Hash {
+		if holds(r.current, want) {
+			res.Object, res.Operation = r.current, Unchanged
+			return res, nil
+		}
+		// This manifest was applied, and the object no longer holds it: changed on the cluster.
+		res.Drift = computeDrift(r.current, want, r.opts.FieldManager)
 	}
 	if r.current != nil && adoptedApplied(r, want) {
 		res.Object, res.Operation = r.current, Unchanged

@@ -63,6 +63,10 @@ func (updateStrategy) apply(ctx context.Context, r *request) (Result, error) {
 		res.Object, res.Operation = r.current, Unchanged
 		return res, nil
 	}
+	if bytes.Equal(original, rec.data) {
+		// The manifest is the one last applied, yet the object needs a patch: changed on the cluster.
+		res.Drift = computeDrift(r.current, withOwnerOf(rec.annotate(r.desired), r.opts.Owner), r.opts.FieldManager)
+	}
 	if !rec.inline() {
 		if err := r.store.Put(ctx, r.storeKey(), rec.data); err != nil {
 			return Result{}, fmt.Errorf("store last-applied record: %w", err)
