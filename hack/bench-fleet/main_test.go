@@ -99,7 +99,9 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 			t.Errorf("stages %v, degraded %v, %d works changed of %d expected; want stages 1, 4, 35, 3 degraded, at least the first stage and "+
 				"the degraded clusters changed in both AppConfigs, none beyond the second stage", x.StageClusters, x.Degraded, x.Changed, x.Expected)
 		}
-		if x.BatchReports < 2*3 || x.HaltMedianSeconds <= 0 || x.HaltP99Seconds < x.HaltMedianSeconds || x.HaltMaxSeconds < x.HaltP99Seconds ||
+		// A halt may be seen before the first Degraded report's write is acknowledged (a loaded machine
+		// answers the hub's watch before the writer): 0 is a measured time, as Halted says.
+		if x.BatchReports < 2*3 || x.HaltMedianSeconds < 0 || x.HaltP99Seconds < x.HaltMedianSeconds || x.HaltMaxSeconds < x.HaltP99Seconds ||
 			x.RollbackMedianSeconds <= 0 || x.RollbackMaxSeconds < x.RollbackMedianSeconds || x.RolledBackMaxSeconds <= 0 {
 			t.Errorf("rollout times %+v; want the halt and the rollback measured in every AppConfig", x)
 		}
