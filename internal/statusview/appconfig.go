@@ -13,12 +13,13 @@ import (
 )
 
 // ForAppConfig is the view of an AppConfig from its own status (Ready, ClustersBound, the rendered
-// workloads) and the ManifestWorks delivering it, in any order. The manifests counted on each cluster
+// workloads, drift) and the ManifestWorks delivering it, in any order. The manifests counted on each cluster
 // are those of the workloads and traits the AppConfig renders now, as in the hub's HEALTHY count.
 func ForAppConfig(app *v1alpha2.ApplicationConfiguration, works []workv1.ManifestWork) AppConfig {
 	a := AppConfig{Namespace: app.Namespace, Name: app.Name, Clusters: []Work{}}
 	a.Ready, a.ReadyMessage = readyOf(app)
 	a.NotBound = notBoundOf(app)
+	a.Drift = app.Status.Drift.DeepCopy()
 	current := v1alpha2.CurrentObjects(app.Status.Workloads)
 	sorted := slices.Clone(works)
 	slices.SortFunc(sorted, func(x, y workv1.ManifestWork) int {

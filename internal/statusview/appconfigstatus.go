@@ -29,6 +29,7 @@ func ForAppConfigStatus(app *v1alpha2.ApplicationConfiguration) AppConfig {
 	a := AppConfig{Namespace: app.Namespace, Name: app.Name, Clusters: []Work{}, StatusOnly: true}
 	a.Ready, a.ReadyMessage = readyOf(app)
 	a.NotBound = notBoundOf(app)
+	a.Drift = app.Status.Drift.DeepCopy()
 	s := &app.Status
 	a.OmittedClusters = s.OmittedClusters
 	var n int32

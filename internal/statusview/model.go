@@ -26,6 +26,9 @@ type AppConfig struct {
 	// NotBound is the AppConfig's ClustersBound condition when it is False: clusters its placement
 	// names that no ManagedClusterSet bound to its namespace holds. Absent when every one is bound.
 	NotBound *NotBound `json:"notBound,omitempty"`
+	// Drift is the AppConfig's status.drift: how many clusters and objects its agents found changed on
+	// the cluster and put back, and the latest few. Absent when nothing drifted.
+	Drift *v1alpha2.DriftStatus `json:"drift,omitempty"`
 
 	// StatusOnly marks a view read from the AppConfig's status alone, for a user who may not read
 	// ManifestWorks (a tenant, who may read only her own namespace): Summary holds the hub's counts,

@@ -105,10 +105,30 @@ func (v AppConfig) writeTable(w io.Writer) error {
 	if v.OmittedClusters > 0 {
 		fmt.Fprintf(w, "(%d clusters that are not fine are not listed in the AppConfig's status)\n", v.OmittedClusters)
 	}
+	if v.Drift != nil {
+		if err := writeDrift(w, v.Drift); err != nil {
+			return err
+		}
+	}
 	if v.StatusOnly {
 		fmt.Fprintf(w, "\n%s\n", StatusOnlyNote)
 	}
 	return nil
+}
+
+// writeDrift writes the counts of an AppConfig's drift and a row per object its status names.
+func writeDrift(w io.Writer, d *v1alpha2.DriftStatus) error {
+	fmt.Fprintf(w, "\nDrifted (changed on the cluster and put back): %d objects on %d clusters; the latest:\n", d.Objects, d.Clusters)
+	tw := newTabWriter(w)
+	row(tw, "CLUSTER", "KIND", "NAMESPACE/NAME", "CHANGED-BY", "FIELDS", "COUNT", "LAST-CHANGED")
+	for _, o := range d.Latest {
+		fields := strings.Join(o.Fields, ",")
+		if o.MoreFields > 0 {
+			fields += fmt.Sprintf(" (and %d more)", o.MoreFields)
+		}
+		row(tw, o.Cluster, o.Kind, namespacedName(o.Namespace, o.Name), dash(strings.Join(o.Managers, ",")), dash(fields), o.Count, timestamp(&o.Time))
+	}
+	return tw.Flush()
 }
 
 // line says, in one line, which clusters are not bound and what becomes of them.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/yaml"
 
@@ -61,6 +63,27 @@ cluster1   ConfigMap    hello/greeting   CreateOnly   True      True        Heal
 cluster1   Deployment   hello/web        Update       True      True        Progressing   ResourceInProgress: Deployment does not have minimum avai...   ReadyReplicas=0,Replicas=2
 cluster2   Deployment   hello/web        Update       True      True        Healthy       -                                                              -
 `)
+	})
+	t.Run("drifted objects, from the AppConfig's status", func(t *testing.T) {
+		app := appConfig(1, 1, T, "")
+		app.Status.Drift = &v1alpha2.DriftStatus{Clusters: 2, Objects: 3, Latest: []v1alpha2.DriftedObject{
+			{Cluster: "cluster2", Kind: "Deployment", Namespace: "hello", Name: "web", Managers: []string{"kubectl-edit", "helm"},
+				Fields: []string{".spec.replicas", ".spec.template.spec.containers[0].image"}, MoreFields: 2, Count: 3, Time: metav1.NewTime(time.Date(2026, 11, 28, 23, 50, 53, 0, time.UTC))},
+			{Cluster: "cluster1", Kind: "Namespace", Name: "hello", Count: 1, Time: metav1.NewTime(time.Date(2026, 11, 28, 23, 40, 0, 0, time.UTC))},
+		}}
+		for _, view := range []AppConfig{ForAppConfig(app, nil), ForAppConfigStatus(app)} {
+			out := write(t, FormatTable, view)
+			_, drift, _ := strings.Cut(out, "\nDrifted")
+			drift, _ = strings.CutSuffix(drift, "\n"+StatusOnlyNote+"\n")
+			checkText(t, "Drifted"+drift, `Drifted (changed on the cluster and put back): 3 objects on 2 clusters; the latest:
+CLUSTER    KIND         NAMESPACE/NAME   CHANGED-BY          FIELDS                                                                COUNT   LAST-CHANGED
+cluster2   Deployment   hello/web        kubectl-edit,helm   .spec.replicas,.spec.template.spec.containers[0].image (and 2 more)   3       2026-11-28T23:50:53Z
+cluster1   Namespace    hello            -                   -                                                                     1       2026-11-28T23:40:00Z
+`)
+		}
+		if out := write(t, FormatTable, ForAppConfig(appConfig(1, 1, T, ""), nil)); strings.Contains(out, "Drifted") {
+			t.Errorf("an AppConfig without drift printed:\n%s", out)
+		}
 	})
 	t.Run("not delivered anywhere: the hub's message, no manifest table", func(t *testing.T) {
 		view := ForAppConfig(appConfig(1, 1, F, "component web has no revision recorded yet"), nil)

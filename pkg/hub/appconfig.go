@@ -350,8 +350,8 @@ func (r *AppConfigReconciler) traitDefinition(ctx context.Context) func(*unstruc
 
 // patchStatus writes the status a pass ends with, when it has one and it changed: Ready, the rendered
 // workloads (kept as they were when the pass rendered none), the rollout, the placement (kept when the
-// pass did not place), and the clusters, counted from the verdicts on the works (workSummaries) but
-// those the pass deleted.
+// pass did not place), and the clusters and what drifted on them, counted from the verdicts on the
+// works (workSummaries) but those the pass deleted.
 func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass) error {
 	if p.ready == nil {
 		return nil
@@ -401,7 +401,7 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 			status.Workloads = append(status.Workloads, ws)
 		}
 	}
-	status.Summary, status.Clusters, status.OmittedClusters = r.summaries.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
+	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
 	if equality.Semantic.DeepEqual(status, &app.Status) {
 		return nil
 	}

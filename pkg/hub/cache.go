@@ -23,9 +23,11 @@ import (
 //     up to date, writes a whole new spec when it is not, and reads the stored work when it needs the
 //     manifests (the earlier revisions a rollout keeps);
 //   - of its status, its Complete condition's status and transition time (CompletedWorkReconciler), and
-//     what clusterStatus and a rollout read: the conditions they look at, each with its type, status,
-//     generation and transition time, the messages a listed cluster shows (Applied when not True, Progressing or Degraded when True), the
-//     manifests' identities and their feedback.
+//     what clusterStatus, a rollout and the drift report read: the conditions they look at, each with
+//     its type, status, generation and transition time, the messages a listed cluster shows (Applied
+//     when not True, Progressing or Degraded when True), a manifest's Drifted condition with its
+//     message (present only once its object drifted: a fleet that never drifts keeps nothing more),
+//     the manifests' identities and their feedback.
 //
 // A work the hub writes is decoded from the API server's answer, not from the cache, so what it writes
 // is whole.
@@ -47,7 +49,7 @@ func slimWork(obj any) (any, error) {
 	}
 	for i := range mw.Status.ResourceStatus.Manifests {
 		m := &mw.Status.ResourceStatus.Manifests[i]
-		m.Conditions = slimConditions(m.Conditions, workreport.ManifestConditionTypes, workreport.Explains)
+		m.Conditions = slimConditions(m.Conditions, workreport.ManifestConditionTypesRead, workreport.MessageRead)
 	}
 	return mw, nil
 }

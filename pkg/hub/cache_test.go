@@ -3,23 +3,29 @@ package hub
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // The cache keeps of a work exactly what the hub reads: the AppConfig's status from a slimmed work is
-// the status from the whole one, for works that are fine, progressing, degraded and not applied; the
-// labels and the spec hash deliver compares stay.
+// the status from the whole one, for works that are fine, progressing, degraded, not applied and
+// drifted; the labels and the spec hash deliver compares stay. A manifest that is fine and never
+// drifted keeps no message.
 func TestSlimWorkKeepsWhatTheStatusShows(t *testing.T) {
 	notApplied := reportedWork("c4", v1alpha2.Healthy, 0)
 	applied := &notApplied.Status.ResourceStatus.Manifests[0].Conditions[0]
 	applied.Status, applied.Message = metav1.ConditionFalse, "conflict with kubectl on .spec.replicas"
+	drifted := reportedWork("c5", v1alpha2.Healthy, 0)
+	driftOn(drifted, 0, workreport.Drift{Count: 2, Managers: []string{"kubectl-edit"}, Fields: []string{".spec.replicas"},
+		Time: time.Date(2026, 11, 28, 23, 50, 53, 0, time.UTC)}, drifted.Generation)
 	for _, mw := range []*workv1.ManifestWork{
-		reportedWork("c1", v1alpha2.Healthy, 0), reportedWork("c2", v1alpha2.Progressing, 40), reportedWork("c3", v1alpha2.Degraded, 40), notApplied,
+		reportedWork("c1", v1alpha2.Healthy, 0), reportedWork("c2", v1alpha2.Progressing, 40), reportedWork("c3", v1alpha2.Degraded, 40), notApplied, drifted,
 	} {
 		mw.Labels = map[string]string{LabelAppConfigNamespace: "default", LabelAppConfigName: "web"}
 		mw.Annotations = map[string]string{AnnotationSpecHash: "abc"}
@@ -37,6 +43,19 @@ func TestSlimWorkKeepsWhatTheStatusShows(t *testing.T) {
 		for _, detail := range []bool{false, true} {
 			if got, want := clusterStatus(slim, current, detail), clusterStatus(mw, current, detail); !reflect.DeepEqual(got, want) {
 				t.Errorf("%s (detail %t): from the slimmed work %+v, from the whole %+v", mw.Namespace, detail, got, want)
+			}
+		}
+		if got, want := driftedObjectsOf(slim, current), driftedObjectsOf(mw, current); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: drifted objects from the slimmed work %+v, from the whole %+v", mw.Namespace, got, want)
+		}
+		if mw == drifted && len(driftedObjectsOf(slim, current)) != 1 {
+			t.Errorf("%s: the drifted object is not read from the slimmed work: %+v", mw.Namespace, slim.Status.ResourceStatus.Manifests)
+		}
+		if mw.Namespace == "c1" {
+			for _, c := range slim.Status.ResourceStatus.Manifests[0].Conditions {
+				if c.Message != "" {
+					t.Errorf("%s: a fine manifest keeps the message of %s: %q", mw.Namespace, c.Type, c.Message)
+				}
 			}
 		}
 		if !upToDate(slim, mw) || !reflect.DeepEqual(slim.Labels, mw.Labels) {

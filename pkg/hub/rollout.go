@@ -62,7 +62,8 @@ func rolloutFactsOf(mw *workv1.ManifestWork) rolloutFacts {
 			h, cond = v1alpha2.Degraded, r.AppliedCondition
 		}
 		for _, c := range m.Conditions {
-			if c.LastTransitionTime.After(since) {
+			// Drifted makes no verdict: an object put back on a canary does not restart its soak.
+			if c.LastTransitionTime.After(since) && c.Type != workreport.ConditionDrifted {
 				since = c.LastTransitionTime.Time
 			}
 		}

@@ -9,11 +9,12 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // What a rollout reads of a work: only a report on the work's current generation counts; a manifest the
 // agent could not apply is Degraded; the reason names the Degraded manifest before a Progressing one;
-// Healthy counts from the last transition of any condition, never earlier.
+// Healthy counts from the last transition of any condition that makes the verdict, never earlier.
 func TestRolloutFactsOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
@@ -47,6 +48,14 @@ func TestRolloutFactsOf(t *testing.T) {
 	fine := rolloutFactsOf(work(2, 2, manifest("ConfigMap", "a", healthy(2, 5*time.Second)...), manifest("Deployment", "web", healthy(2, 9*time.Second)...)))
 	if !fine.reported || fine.health != v1alpha2.Healthy || !fine.healthySince.Equal(t0.Add(9*time.Second)) || fine.why != "" {
 		t.Errorf("healthy work: %+v, want Healthy since the last transition, %v", fine, t0.Add(9*time.Second))
+	}
+
+	// An object changed on the cluster and put back since makes no verdict: Healthy since the same time.
+	drifted := work(2, 2, manifest("ConfigMap", "a", healthy(2, 5*time.Second)...), manifest("Deployment", "web", healthy(2, 9*time.Second)...))
+	web := &drifted.Status.ResourceStatus.Manifests[1]
+	web.Conditions = append(web.Conditions, cond(workreport.ConditionDrifted, metav1.ConditionTrue, 2, 20*time.Second, "Changed on the cluster"))
+	if f := rolloutFactsOf(drifted); f.health != v1alpha2.Healthy || !f.healthySince.Equal(t0.Add(9*time.Second)) {
+		t.Errorf("healthy work with a drifted object: %+v, want Healthy since %v, before the drift", f, t0.Add(9*time.Second))
 	}
 
 	notApplied := rolloutFactsOf(work(2, 2, manifest("ConfigMap", "a", healthy(2, 0)...),

@@ -81,7 +81,7 @@ func TestStatusOfAFleetIsBoundedAndCountsEveryCluster(t *testing.T) {
 			for _, mw := range works {
 				verdicts.observe(nil, mw)
 			}
-			summary, listed, omitted := verdicts.summarize(webApp, current, nil)
+			summary, listed, omitted, _ := verdicts.summarize(webApp, current, nil)
 			want := v1alpha2.Summary{Clusters: clusters, Applied: fmt.Sprintf("%d/%d", clusters, clusters), Available: fmt.Sprintf("%d/%d", clusters, clusters),
 				Healthy: fmt.Sprintf("%d/%d", tc.healthy, clusters)}
 			if *summary != want {

@@ -17,10 +17,11 @@ import (
 )
 
 // workSummaries keeps, for every AppConfig the hub delivers, the verdict on each of its ManifestWorks
-// (applied, available, healthy, as clusterStatus judges it) and their counts, taken as each work changes
-// in the cache. An AppConfig's summary then costs what its agents changed, not its fleet: at 10,000
-// clusters, judging every work again on each batch of reports (the conditions of 10,000 works spread over
-// the heap) was most of ferry-hub's CPU.
+// (applied, available, healthy, as clusterStatus judges it), what drifted on their clusters
+// (driftedObjectsOf), and their counts, taken as each work changes in the cache. An AppConfig's summary
+// then costs what its agents changed, not its fleet: at 10,000 clusters, judging every work again on
+// each batch of reports (the conditions of 10,000 works spread over the heap) was most of ferry-hub's
+// CPU.
 //
 // The ManifestWork event handler calls observe before it enqueues the AppConfigs concerned, so a
 // reconcile brought by an event finds that event's verdict already counted. A verdict depends on the
@@ -45,6 +46,10 @@ type appWorkSummaries struct {
 	works                       map[types.NamespacedName]workSummary
 	applied, available, healthy int
 	notFine                     map[types.NamespacedName]bool
+	// drifts are the works with drifted objects, and driftedObjects counts those objects: nothing is
+	// kept of a work that never drifted (the map is made for the first one that does).
+	drifts         map[types.NamespacedName]workDrift
+	driftedObjects int
 }
 
 // workSummary is a work as the cache holds it (read only) and the verdict on it.
@@ -108,9 +113,10 @@ func sameAppConfigLabels(a, b client.Object) bool {
 // summarize counts the AppConfig's clusters from the verdicts on their ManifestWorks and lists the
 // first v1alpha2.MaxClustersListed that are not fine by name, counting the rest: the status is the same
 // size for ten clusters or ten thousand, and a change on a fine cluster beyond the list changes a count,
-// not a list. current are the objects rendered now (v1alpha2.CurrentObjects); the works in gone, which
-// this reconcile deleted, are no longer counted.
-func (v *workSummaries) summarize(app types.NamespacedName, current map[string]bool, gone map[types.NamespacedName]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32) {
+// not a list. Its drift counts the clusters and objects that drifted and names the latest
+// v1alpha2.MaxDriftedObjectsListed (nil when none drifted). current are the objects rendered now
+// (v1alpha2.CurrentObjects); the works in gone, which this reconcile deleted, are no longer counted.
+func (v *workSummaries) summarize(app types.NamespacedName, current map[string]bool, gone map[types.NamespacedName]bool) (summary *v1alpha2.Summary, listed []v1alpha2.ClusterStatus, omitted int32, drift *v1alpha2.DriftStatus) {
 	v.mu.Lock()
 	a := v.apps[app]
 	if a == nil {
@@ -121,6 +127,7 @@ func (v *workSummaries) summarize(app types.NamespacedName, current map[string]b
 	}
 	n, applied, available, healthy := len(a.works), a.applied, a.available, a.healthy
 	notFine := len(a.notFine)
+	drifted, driftedObjects := len(a.drifts), a.driftedObjects
 	for key := range gone {
 		w, ok := a.works[key]
 		if !ok {
@@ -128,16 +135,22 @@ func (v *workSummaries) summarize(app types.NamespacedName, current map[string]b
 		}
 		n, notFine = n-1, notFine-count(!w.fine)
 		applied, available, healthy = applied-count(w.applied), available-count(w.available), healthy-count(w.healthy)
+		if d, ok := a.drifts[key]; ok {
+			drifted, driftedObjects = drifted-1, driftedObjects-d.objects
+		}
 	}
-	first := a.firstNotFine(v1alpha2.MaxClustersListed, gone)
+	first := a.worksOf(firstKeys(a.notFine, v1alpha2.MaxClustersListed, gone, byCluster))
+	latest := a.worksOf(firstKeys(a.drifts, v1alpha2.MaxDriftedObjectsListed, gone, a.byLatestDrift))
 	v.mu.Unlock()
 
 	// The cache's works do not change: the listed ones are told in detail outside the lock.
 	for _, mw := range first {
 		listed = append(listed, listedCluster(clusterStatus(mw, current, true), current))
 	}
-	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
-		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, int32(notFine - len(listed))
+	summary = &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
+		Healthy: fmt.Sprintf("%d/%d", healthy, n)}
+	drift = driftStatus(drifted, driftedObjects, latestDrifted(driftedObjectsOfAll(latest, current), v1alpha2.MaxDriftedObjectsListed))
+	return summary, listed, int32(notFine - len(listed)), drift
 }
 
 func count(b bool) int {
@@ -159,12 +172,15 @@ func (a *appWorkSummaries) summarizeAll(current map[string]bool) {
 	a.current, a.judged = current, true
 	a.applied, a.available, a.healthy = 0, 0, 0
 	clear(a.notFine)
+	clear(a.drifts)
+	a.driftedObjects = 0
 	for key, w := range a.works {
 		facts := w.rollout
 		w = summarizeWork(w.work, current)
 		w.rollout = facts
 		a.works[key] = w
 		a.tally(key, w, 1)
+		a.putDrift(key, w.work)
 	}
 }
 
@@ -176,6 +192,7 @@ func (a *appWorkSummaries) put(mw *workv1.ManifestWork) {
 	w.rollout = rolloutFactsOf(mw)
 	a.works[key] = w
 	a.tally(key, w, 1)
+	a.putDrift(key, mw)
 }
 
 // forget drops the verdict on the work key, if there is one.
@@ -184,6 +201,23 @@ func (a *appWorkSummaries) forget(key types.NamespacedName) {
 		delete(a.works, key)
 		a.tally(key, w, -1)
 	}
+	if d, ok := a.drifts[key]; ok {
+		delete(a.drifts, key)
+		a.driftedObjects -= d.objects
+	}
+}
+
+// putDrift counts mw's drifted objects, if it has any.
+func (a *appWorkSummaries) putDrift(key types.NamespacedName, mw *workv1.ManifestWork) {
+	d := driftOf(mw, a.current)
+	if d.objects == 0 {
+		return
+	}
+	if a.drifts == nil {
+		a.drifts = map[types.NamespacedName]workDrift{}
+	}
+	a.drifts[key] = d
+	a.driftedObjects += d.objects
 }
 
 // tally adds a verdict to the counts (sign 1) or takes it out of them (-1).
@@ -200,26 +234,39 @@ func (a *appWorkSummaries) tally(key types.NamespacedName, w workSummary, sign i
 	}
 }
 
-// firstNotFine are the first limit works not fine, by cluster, leaving out the clusters in gone. It
-// keeps the first ones in order as it goes over them all: before its agents report, every one of an
-// AppConfig's 10,000 clusters is not fine, and sorting them all on every reconcile is what this avoids.
-func (a *appWorkSummaries) firstNotFine(limit int, gone map[types.NamespacedName]bool) []*workv1.ManifestWork {
-	byCluster := func(x, y types.NamespacedName) int {
-		return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
-	}
+// firstKeys are the first limit keys of set in order, leaving out those in gone. It keeps the first
+// ones in order as it goes over them all: before its agents report, every one of an AppConfig's 10,000
+// clusters is not fine, and sorting them all on every reconcile is what this avoids.
+func firstKeys[V any](set map[types.NamespacedName]V, limit int, gone map[types.NamespacedName]bool, order func(x, y types.NamespacedName) int) []types.NamespacedName {
 	var first []types.NamespacedName
-	for key := range a.notFine {
-		if limit == 0 || gone[key] || (len(first) == limit && byCluster(key, first[limit-1]) > 0) {
+	for key := range set {
+		if limit == 0 || gone[key] || (len(first) == limit && order(key, first[limit-1]) > 0) {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(first, key, byCluster)
+		i, _ := slices.BinarySearchFunc(first, key, order)
 		first = slices.Insert(first, i, key)
 		if len(first) > limit {
 			first = first[:limit]
 		}
 	}
-	out := make([]*workv1.ManifestWork, 0, len(first))
-	for _, key := range first {
+	return first
+}
+
+// byCluster orders works by cluster, then by name.
+func byCluster(x, y types.NamespacedName) int {
+	return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+}
+
+// byLatestDrift orders drifted works by their latest change, the latest first, then by cluster: the
+// works that hold the latest drifted objects come first (latestDrifted orders objects alike).
+func (a *appWorkSummaries) byLatestDrift(x, y types.NamespacedName) int {
+	return cmp.Or(a.drifts[y].latest.Compare(a.drifts[x].latest), byCluster(x, y))
+}
+
+// worksOf are the works of keys.
+func (a *appWorkSummaries) worksOf(keys []types.NamespacedName) []*workv1.ManifestWork {
+	out := make([]*workv1.ManifestWork, 0, len(keys))
+	for _, key := range keys {
 		out = append(out, a.works[key].work)
 	}
 	return out

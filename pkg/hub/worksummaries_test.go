@@ -7,24 +7,29 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unsafe"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
-// The verdicts kept as works come, change, move between AppConfigs and go give the summary that judging
-// every work afresh gives: after every one of thousands of random events on two AppConfigs' works
-// (reports of every kind, reports on an older generation, relabels, deletions, a second work of an
-// AppConfig on one cluster, a change of what the AppConfig renders), and with works this reconcile
-// deleted left out.
+// The verdicts kept as works come, change, move between AppConfigs and go give the summary and drift
+// that judging every work afresh gives: after every one of thousands of random events on two
+// AppConfigs' works (reports of every kind, reports on an older generation, drift reported for the
+// work's generation or an earlier one, at the same second as other drift or not, relabels, deletions,
+// a second work of an AppConfig on one cluster, a change of what the AppConfig renders), and with works
+// this reconcile deleted left out.
 func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 	t.Parallel() // no cluster at all: it runs beside the others that need none of the shared clusters
 	apps := []types.NamespacedName{{Namespace: "default", Name: "web"}, {Namespace: "team", Name: "api"}}
-	currents := []map[string]bool{{"Deployment/web": true}, {"Deployment/web": true, "Service/web": true}, {}}
+	currents := []map[string]bool{{"Deployment/web": true}, {"Deployment/web": true, "Service/web": true}, {}, {"Service/web": true}}
 	healths := []v1alpha2.Health{v1alpha2.Healthy, v1alpha2.Healthy, v1alpha2.Progressing, v1alpha2.Degraded}
 	for seed := range uint64(4) {
 		rnd := rand.New(rand.NewPCG(seed, 42))
@@ -46,8 +51,16 @@ func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 				applied := &mw.Status.ResourceStatus.Manifests[0].Conditions[0]
 				applied.Status, applied.Message = metav1.ConditionFalse, "conflict with kubectl on .spec.replicas"
 			}
+			if rnd.IntN(5) == 0 && len(mw.Status.ResourceStatus.Manifests) > 0 {
+				// Drifted, a few times, at one of a few seconds, for this generation or the one before.
+				at := time.Date(2026, 11, 28, 23, 50, rnd.IntN(5), 0, time.UTC)
+				driftOn(mw, 0, workreport.Drift{Count: 1 + rnd.IntN(3), Managers: []string{"kubectl-edit"}, Fields: []string{".spec.replicas"}, Time: at},
+					mw.Generation-int64(rnd.IntN(2)))
+			}
 			return mw
 		}
+		driftSeen := false // a drift report listing fewer objects than it counts
+		drifts := driftsRead{}
 		for step := range 3000 {
 			cluster := fmt.Sprintf("c-%02d", rnd.IntN(60))
 			app := apps[rnd.IntN(len(apps))]
@@ -87,21 +100,49 @@ func TestVerdictsFollowEveryWorkEvent(t *testing.T) {
 						}
 					}
 				}
-				summary, listed, omitted := verdicts.summarize(app, current[app], gone)
-				wantSummary, wantListed, wantOmitted := summarizeAfresh(live, app, current[app], gone)
+				summary, listed, omitted, drift := verdicts.summarize(app, current[app], gone)
+				wantSummary, wantListed, wantOmitted, wantDrift := summarizeAfresh(live, app, current[app], gone, drifts)
 				if *summary != *wantSummary || !reflect.DeepEqual(listed, wantListed) || omitted != wantOmitted {
 					t.Fatalf("seed %d, step %d, %s: summary %+v, listed %v, %d omitted; judged afresh: %+v, %v, %d",
 						seed, step, app, *summary, listedWorks(listed), omitted, *wantSummary, listedWorks(wantListed), wantOmitted)
 				}
+				if !reflect.DeepEqual(drift, wantDrift) {
+					t.Fatalf("seed %d, step %d, %s: drift %+v; judged afresh: %+v", seed, step, app, drift, wantDrift)
+				}
+				driftSeen = driftSeen || (drift != nil && len(drift.Latest) == v1alpha2.MaxDriftedObjectsListed && int(drift.Objects) > len(drift.Latest))
 			}
+		}
+		if !driftSeen {
+			t.Errorf("seed %d: never more drifted objects than the status lists; the events do not test the choice of the latest", seed)
 		}
 	}
 }
 
-// summarizeAfresh is the summary of app from every live work labelled for it but those in gone, each judged
-// now: what workSummaries must give.
+// driftsRead are the drifted objects of each work (a report, never changed once made) for each set of
+// objects rendered: reading every Drifted message of every work afresh on each of thousands of steps
+// was most of the test's time.
+type driftsRead map[driftsReadKey][]driftedObject
+
+// driftsReadKey is a work and the identity of a set of objects rendered: the test's sets never change.
+type driftsReadKey struct {
+	work    *workv1.ManifestWork
+	current unsafe.Pointer
+}
+
+func (r driftsRead) of(mw *workv1.ManifestWork, current map[string]bool) []driftedObject {
+	key := driftsReadKey{mw, reflect.ValueOf(current).UnsafePointer()}
+	objects, ok := r[key]
+	if !ok {
+		objects = driftedObjectsOf(mw, current)
+		r[key] = objects
+	}
+	return objects
+}
+
+// summarizeAfresh is the summary and drift of app from every live work labelled for it but those in
+// gone, each judged now: what workSummaries must give.
 func summarizeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app types.NamespacedName, current map[string]bool,
-	gone map[types.NamespacedName]bool) (*v1alpha2.Summary, []v1alpha2.ClusterStatus, int32) {
+	gone map[types.NamespacedName]bool, drifts driftsRead) (*v1alpha2.Summary, []v1alpha2.ClusterStatus, int32, *v1alpha2.DriftStatus) {
 	var works []*workv1.ManifestWork
 	for key, mw := range live {
 		if of, _ := appConfigOfLabels(mw); of == app && !gone[key] {
@@ -111,9 +152,13 @@ func summarizeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app typ
 	slices.SortFunc(works, func(a, b *workv1.ManifestWork) int {
 		return strings.Compare(client.ObjectKeyFromObject(a).String(), client.ObjectKeyFromObject(b).String())
 	})
-	applied, available, healthy, notFine := 0, 0, 0, 0
+	applied, available, healthy, notFine, drifted := 0, 0, 0, 0, 0
 	var listed []v1alpha2.ClusterStatus
+	var driftedObjects []driftedObject
 	for _, mw := range works {
+		if objects := drifts.of(mw, current); len(objects) > 0 {
+			drifted, driftedObjects = drifted+1, append(driftedObjects, objects...)
+		}
 		cs := clusterStatus(mw, current, false)
 		applied += count(cs.Applied == metav1.ConditionTrue)
 		available += count(cs.Available == metav1.ConditionTrue)
@@ -126,8 +171,16 @@ func summarizeAfresh(live map[types.NamespacedName]*workv1.ManifestWork, app typ
 		}
 	}
 	n := len(works)
-	return &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
-		Healthy: fmt.Sprintf("%d/%d", healthy, n)}, listed, int32(notFine - len(listed))
+	summary := &v1alpha2.Summary{Clusters: int32(n), Applied: fmt.Sprintf("%d/%d", applied, n), Available: fmt.Sprintf("%d/%d", available, n),
+		Healthy: fmt.Sprintf("%d/%d", healthy, n)}
+	drift := driftStatus(drifted, len(driftedObjects), latestDrifted(driftedObjects, v1alpha2.MaxDriftedObjectsListed))
+	return summary, listed, int32(notFine - len(listed)), drift
+}
+
+// driftOn reports, as an agent does, that manifest i of mw drifted as d, for the work's generation gen.
+func driftOn(mw *workv1.ManifestWork, i int, d workreport.Drift, gen int64) {
+	meta.SetStatusCondition(&mw.Status.ResourceStatus.Manifests[i].Conditions, metav1.Condition{Type: workreport.ConditionDrifted,
+		Status: metav1.ConditionTrue, Reason: workreport.ReasonDriftReverted, Message: workreport.DriftMessage(d), ObservedGeneration: gen})
 }
 
 func listedWorks(listed []v1alpha2.ClusterStatus) []string {

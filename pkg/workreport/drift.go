@@ -57,6 +57,12 @@ func DriftMessage(d Drift) string {
 
 var driftMessage = regexp.MustCompile(`^Changed on the cluster by (.*) at (\S+) \((.*)\), and put back; (\d+) times? so far$`)
 
+// DriftOf is what a manifest's Drifted condition among conds says about the work's generation gen;
+// false when there is none, or one about an earlier generation (a delivery since starts afresh).
+func DriftOf(conds []metav1.Condition, gen int64) (Drift, bool) {
+	return ReadDrift(aboutGeneration(conds, ConditionDrifted, gen))
+}
+
 // ReadDrift reads a manifest's Drifted condition back; false when c is not a True one of Ferry's format.
 func ReadDrift(c *metav1.Condition) (Drift, bool) {
 	if c == nil || c.Type != ConditionDrifted || c.Status != metav1.ConditionTrue {
@@ -66,11 +72,15 @@ func ReadDrift(c *metav1.Condition) (Drift, bool) {
 	if m == nil {
 		return Drift{}, false
 	}
-	d := Drift{}
+	at, err := time.Parse(time.RFC3339, m[2])
+	if err != nil {
+		// Not Ferry's: what reads it back (an AppConfig's status) must say when.
+		return Drift{}, false
+	}
+	d := Drift{Time: at}
 	if m[1] != "an unknown manager" {
 		d.Managers = strings.Split(m[1], ", ")
 	}
-	d.Time, _ = time.Parse(time.RFC3339, m[2])
 	fields := m[3]
 	if i := strings.LastIndex(fields, " and "); i >= 0 && strings.HasSuffix(fields, " more") {
 		d.MoreFields, _ = strconv.Atoi(strings.TrimSuffix(fields[i+len(" and "):], " more"))

@@ -25,10 +25,31 @@ func TestDriftMessageReadsBack(t *testing.T) {
 			t.Errorf("%q read back as %+v (%v), want %+v", c.Message, got, ok, d)
 		}
 	}
-	if _, ok := workreport.ReadDrift(&metav1.Condition{Type: workreport.ConditionDrifted, Status: metav1.ConditionTrue, Message: "edited"}); ok {
-		t.Error("a Drifted condition of another format was read as Ferry's")
+	for _, msg := range []string{"edited", "Changed on the cluster by kubectl-edit at yesterday (.spec.replicas), and put back; 2 times so far"} {
+		if _, ok := workreport.ReadDrift(&metav1.Condition{Type: workreport.ConditionDrifted, Status: metav1.ConditionTrue, Message: msg}); ok {
+			t.Errorf("a Drifted condition of another format was read as Ferry's: %q", msg)
+		}
 	}
 	if _, ok := workreport.ReadDrift(nil); ok {
 		t.Error("no condition was read as drift")
+	}
+}
+
+// A manifest's drift counts for the generation of the work it was reported for: one reported for an
+// earlier generation (a delivery since) says nothing.
+func TestDriftOfIsAboutTheWorksGeneration(t *testing.T) {
+	d := workreport.Drift{Count: 2, Managers: []string{"kubectl-edit"}, Fields: []string{".data.mode"}, Time: time.Date(2026, 11, 28, 23, 50, 53, 0, time.UTC)}
+	conds := []metav1.Condition{
+		{Type: "Applied", Status: metav1.ConditionTrue, ObservedGeneration: 3},
+		{Type: workreport.ConditionDrifted, Status: metav1.ConditionTrue, ObservedGeneration: 3, Message: workreport.DriftMessage(d)},
+	}
+	if got, ok := workreport.DriftOf(conds, 3); !ok || !reflect.DeepEqual(got, d) {
+		t.Errorf("drift of generation 3: %+v (%v), want %+v", got, ok, d)
+	}
+	if got, ok := workreport.DriftOf(conds, 4); ok {
+		t.Errorf("drift reported for generation 3 read for generation 4: %+v", got)
+	}
+	if got, ok := workreport.DriftOf(conds[:1], 3); ok {
+		t.Errorf("drift read from a manifest without a Drifted condition: %+v", got)
 	}
 }

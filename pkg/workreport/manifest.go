@@ -14,6 +14,10 @@ import (
 // ManifestConditionTypes are the conditions of a manifest a report is judged by.
 var ManifestConditionTypes = []string{workv1.ManifestApplied, workv1.ManifestAvailable, workv1.ManifestProgressing, workv1.ManifestDegraded}
 
+// ManifestConditionTypesRead are every condition of a manifest this package reads: those a report is
+// judged by, and Drifted (DriftOf).
+var ManifestConditionTypesRead = append(slices.Clone(ManifestConditionTypes), ConditionDrifted)
+
 // Manifest is what an agent's report of one manifest says about a work's generation.
 type Manifest struct {
 	// Applied and Available are the statuses of the manifest's conditions of those types; Unknown when
@@ -80,6 +84,13 @@ func Explains(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionTrue
 	}
 	return false
+}
+
+// MessageRead reports whether the message of a manifest's condition c is read: one that Explains a
+// verdict, or a True Drifted condition, whose message is its report (DriftOf). A manifest that is fine
+// and never drifted has no message read.
+func MessageRead(c metav1.Condition) bool {
+	return Explains(c) || (c.Type == ConditionDrifted && c.Status == metav1.ConditionTrue)
 }
 
 // AggregateHealth is the health of several objects: Degraded when any is, else Progressing when any is,

@@ -173,6 +173,27 @@ func TestExplains(t *testing.T) {
 	}
 }
 
+// The messages a cache of works keeps: those that explain a verdict, and a True Drifted condition's,
+// which is its report; nothing of a manifest that is fine and never drifted.
+func TestMessageRead(t *testing.T) {
+	for _, tc := range []struct {
+		c    metav1.Condition
+		want bool
+	}{
+		{cond(workv1.ManifestApplied, isFalse, 1), true},
+		{cond(manifestDegraded, isTrue, 1), true},
+		{cond(ConditionDrifted, isTrue, 1), true},
+		{cond(ConditionDrifted, isFalse, 1), false},
+		{cond(workv1.ManifestApplied, isTrue, 1), false},
+		{cond(workv1.ManifestAvailable, isTrue, 1), false},
+		{cond(manifestProgressing, isFalse, 1), false},
+	} {
+		if got := MessageRead(tc.c); got != tc.want {
+			t.Errorf("%s %s: message read %v, want %v", tc.c.Type, tc.c.Status, got, tc.want)
+		}
+	}
+}
+
 // A report is of the manifest's object when group, kind, name and namespace agree — or when the agent,
 // whose spoke serves the kind cluster-scoped, reported it without the namespace its manifest named.
 func TestSameObject(t *testing.T) {

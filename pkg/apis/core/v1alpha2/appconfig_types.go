@@ -359,6 +359,12 @@ type ApplicationConfigurationStatus struct {
 	// It is what a user who may read only her own namespace sees of her clusters.
 	// +optional
 	Placement *PlacementStatus `json:"placement,omitempty"`
+
+	// Drift counts the objects of the application that were changed on their clusters and put back by
+	// the clusters' agents, for the revision each cluster was delivered, and names the latest few.
+	// Absent while nothing drifted: a steady fleet's status carries nothing of it.
+	// +optional
+	Drift *DriftStatus `json:"drift,omitempty"`
 }
 
 // PlacementStatus is where an AppConfig's placement reached, bounded like the rest of the status.
@@ -552,6 +558,64 @@ type Summary struct {
 	Healthy string `json:"healthy,omitempty"`
 }
 
+// DriftStatus is what the agents report of the application's objects changed on their clusters — by a
+// person's `kubectl edit`, a controller — in fields the ManifestWork sets, and put back: the condition
+// Drifted of a work's manifests, for the generation of the work the hub delivered. Only the objects the
+// AppConfig renders now count (an earlier revision's workload kept for a rollout does not). It is the
+// same size for one drifted object or ten thousand; each work's manifests have all of it.
+type DriftStatus struct {
+	// Clusters counts the clusters where at least one object drifted.
+	Clusters int32 `json:"clusters"`
+	// Objects counts the drifted objects over all clusters.
+	Objects int32 `json:"objects"`
+	// Latest are the objects changed most recently, at most MaxDriftedObjectsListed, the most recent
+	// first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	Latest []DriftedObject `json:"latest,omitempty"`
+}
+
+// DriftedObject is one object changed on its cluster and put back, as its agent reported it.
+type DriftedObject struct {
+	// Cluster is the ManagedCluster the object is on.
+	Cluster string `json:"cluster"`
+	// Kind is the object's kind, as its manifest names it.
+	Kind string `json:"kind"`
+	// Namespace is the object's namespace on the cluster; empty for a cluster-scoped object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// Managers are who changed it the last time: the field managers the cluster's API server recorded
+	// ("kubectl-edit", "kubectl-client-side-apply", a controller's name), the most recent first, at
+	// most MaxDriftManagersListed. Empty when the object did not say.
+	// +optional
+	// +kubebuilder:validation:MaxItems=3
+	Managers []string `json:"managers,omitempty"`
+	// Fields are paths the last change touched (".spec.replicas"), at most MaxDriftFieldsListed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	Fields []string `json:"fields,omitempty"`
+	// MoreFields counts the paths the last change touched beyond Fields.
+	// +optional
+	MoreFields int32 `json:"moreFields,omitempty"`
+	// Count is how many times the object was found changed and put back since its cluster was
+	// delivered the current generation of the work.
+	Count int32 `json:"count"`
+	// Time is when it was last changed.
+	Time metav1.Time `json:"time"`
+}
+
+const (
+	// MaxDriftedObjectsListed is how many drifted objects an AppConfig's status names.
+	MaxDriftedObjectsListed = 5
+	// MaxDriftFieldsListed is how many changed fields a drifted object names, as many as its agent
+	// reports.
+	MaxDriftFieldsListed = 5
+	// MaxDriftManagersListed is how many field managers a drifted object names.
+	MaxDriftManagersListed = 3
+)
+
 // ApplicationConfiguration is an OAM application: Component instances with parameter values and traits,
 // delivered by the hub to the clusters its placement names.
 //
@@ -564,6 +628,7 @@ type Summary struct {
 // +kubebuilder:printcolumn:name="HEALTHY",type=string,JSONPath=".status.summary.healthy"
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="REFUSED",type=integer,priority=1,JSONPath=".status.placement.refusedClusters",description="Clusters the placement names that no ManagedClusterSet bound to the namespace holds"
+// +kubebuilder:printcolumn:name="DRIFTED",type=integer,priority=1,JSONPath=".status.drift.clusters",description="Clusters where an object was changed on the cluster and put back"
 type ApplicationConfiguration struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -90,7 +90,7 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 			columns   []string
 			shortName string
 		}{
-			"applicationconfigurations": {[]string{"CLUSTERS", "APPLIED", "AVAILABLE", "HEALTHY", "AGE", "REFUSED"}, "appconfig"},
+			"applicationconfigurations": {[]string{"CLUSTERS", "APPLIED", "AVAILABLE", "HEALTHY", "AGE", "REFUSED", "DRIFTED"}, "appconfig"},
 			"components":                {[]string{"WORKLOAD-KIND", "LATEST-REVISION", "AGE"}, "comp"},
 			"traitdefinitions":          {[]string{"DEFINITION-NAME", "REVISION-ENABLED", "PATCH", "AGE"}, "trait"},
 			"workloaddefinitions":       {[]string{"DEFINITION-NAME", "AGE"}, "workload"},
@@ -117,7 +117,7 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("kubectl get shows the AppConfig's cluster summary", func(t *testing.T) {
+	t.Run("kubectl get shows the AppConfig's cluster summary and drift", func(t *testing.T) {
 		ri := resourceFor(t, dyn, "ApplicationConfiguration")
 		ac, err := ri.Get(t.Context(), "web-appconfig", metav1.GetOptions{})
 		if err != nil {
@@ -125,6 +125,10 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 		}
 		summary := map[string]any{"clusters": int64(2), "applied": "2/2", "available": "1/2"}
 		if err := unstructured.SetNestedMap(ac.Object, summary, "status", "summary"); err != nil {
+			t.Fatal(err)
+		}
+		drift := map[string]any{"clusters": int64(1), "objects": int64(3)}
+		if err := unstructured.SetNestedMap(ac.Object, drift, "status", "drift"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := ri.UpdateStatus(t.Context(), ac, metav1.UpdateOptions{}); err != nil {
@@ -135,7 +139,7 @@ func TestCRDsOnARealAPIServer(t *testing.T) {
 		for i, c := range table.ColumnDefinitions {
 			row[c.Name] = table.Rows[0].Cells[i]
 		}
-		for col, want := range map[string]any{"Name": "web-appconfig", "CLUSTERS": float64(2), "APPLIED": "2/2", "AVAILABLE": "1/2"} {
+		for col, want := range map[string]any{"Name": "web-appconfig", "CLUSTERS": float64(2), "APPLIED": "2/2", "AVAILABLE": "1/2", "DRIFTED": float64(1)} {
 			if row[col] != want {
 				t.Errorf("column %s = %v, want %v (row %v)", col, row[col], want, row)
 			}

@@ -1,0 +1,63 @@
+package hub
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
+	"github.com/ferry-mc/ferry/pkg/workreport"
+)
+
+// What an AppConfig's status says of drift: the objects its agents put back for the generation of the
+// work the cluster was delivered, among the objects rendered now (an earlier revision's workload kept
+// for a rollout is not counted, nor is drift reported for an earlier generation); each with as many
+// managers and fields as the status lists, the rest of the fields counted; the latest first, objects
+// changed at the same second by cluster; at most the limit; nothing at all when nothing drifted.
+func TestDriftOfTheObjectsRenderedNow(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 23, 50, 0, 0, time.UTC)
+	current := map[string]bool{"Deployment/web": true, "ConfigMap/settings": true}
+	work := func(cluster string) *workv1.ManifestWork {
+		mw := reportedWork(cluster, v1alpha2.Healthy, 0)
+		web := mw.Status.ResourceStatus.Manifests[0]
+		settings, earlier := *web.DeepCopy(), *web.DeepCopy()
+		settings.ResourceMeta = workv1.ManifestResourceMeta{Ordinal: 1, Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Name: "settings", Namespace: "default"}
+		earlier.ResourceMeta.Ordinal, earlier.ResourceMeta.Name = 2, "web-v1" // an earlier revision's workload
+		mw.Status.ResourceStatus.Manifests = append(mw.Status.ResourceStatus.Manifests, settings, earlier)
+		return mw
+	}
+	edit := func(at time.Duration) workreport.Drift {
+		return workreport.Drift{Count: 2, Managers: []string{"kubectl-edit"}, Fields: []string{".spec.replicas"}, Time: t0.Add(at)}
+	}
+
+	c1 := work("c1")
+	many := workreport.Drift{Count: 7, Managers: []string{"kubectl-edit", "helm", "argocd", "kubectl-client-side-apply"},
+		Fields: []string{".a", ".b", ".c", ".d", ".e", ".f", ".g"}, MoreFields: 3, Time: t0.Add(2 * time.Second)}
+	driftOn(c1, 0, many, c1.Generation)
+	driftOn(c1, 1, edit(time.Hour), c1.Generation-1) // before the delivery of the current generation
+	driftOn(c1, 2, edit(time.Hour), c1.Generation)   // the earlier revision's workload
+	objects := driftedObjectsOf(c1, current)
+	want := v1alpha2.DriftedObject{Cluster: "c1", Kind: "Deployment", Namespace: "default", Name: "web",
+		Managers: []string{"kubectl-edit", "helm", "argocd"}, Fields: []string{".a", ".b", ".c", ".d", ".e"}, MoreFields: 5,
+		Count: 7, Time: metav1.NewTime(t0.Add(2 * time.Second))}
+	if len(objects) != 1 || !reflect.DeepEqual(objects[0].object, want) {
+		t.Fatalf("drifted objects of c1: %+v, want only %+v", objects, want)
+	}
+	if d := driftOf(c1, current); d.objects != 1 || !d.latest.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("drift of c1: %+v, want 1 object changed at %v", d, t0.Add(2*time.Second))
+	}
+
+	c2, c3, c4 := work("c2"), work("c3"), work("c4")
+	driftOn(c2, 1, edit(2*time.Second), c2.Generation) // the same second as c1's
+	driftOn(c3, 1, edit(0), c3.Generation)             // earlier
+	latest := latestDrifted(driftedObjectsOfAll([]*workv1.ManifestWork{c4, c3, c2, c1}, current), 2)
+	if len(latest) != 2 || latest[0].Cluster != "c1" || latest[1].Cluster != "c2" || latest[1].Name != "settings" {
+		t.Errorf("the latest 2: %+v, want c1's Deployment web, then c2's ConfigMap settings", latest)
+	}
+	if drift := driftStatus(0, 0, latestDrifted(driftedObjectsOfAll([]*workv1.ManifestWork{c4}, current), 5)); drift != nil {
+		t.Errorf("drift of a work that never drifted: %+v, want none", drift)
+	}
+}
