@@ -190,7 +190,9 @@ func TestAgentsOverOCMsGRPCServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, cluster+": the work's ConfigMap deleted, and the work gone from the hub", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		// OCM's agent finalizes a deleted work through its requeues (its finalizer controllers back off
+		// while the AppliedManifestWork's objects go): on a loaded machine that took more than 2 minutes.
+		eventually(t, cluster+": the work's ConfigMap deleted, and the work gone from the hub", 5*time.Minute, func(ctx context.Context) (bool, error) {
 			if _, err := spoke.CoreV1().ConfigMaps("default").Get(ctx, "grpc-greeting", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				return false, nil
 			}
