@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,15 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	workclient "open-cluster-management.io/api/client/work/clientset/versioned"
-	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
 	"github.com/ferry-mc/ferry/internal/testing/deployrunner"
@@ -62,11 +53,9 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 			overrides = append(overrides, deployrunner.Add("pprof-bind-address", pprofAddr))
 		}
 		agent := startShippedAgent(b, env, spoke, filepath.Join(bin, "ferry-agent"), filepath.Join(logDir(b), "ferry-agent.log"), overrides...)
-		kube := kubernetes.NewForConfigOrDie(fastClient(spoke.Config))
-		if _, err := kube.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mem"}}, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		works := workclient.NewForConfigOrDie(fastClient(env.Hub.Config)).WorkV1().ManifestWorks(spoke.Name)
+		createNamespace(b, kubernetes.NewForConfigOrDie(fastClient(spoke.Config)), memNamespace)
+		hub := workclient.NewForConfigOrDie(fastClient(env.Hub.Config))
+		applied := watchApplied(b, hub, spoke.Name)
 		read := func() fleetsim.ProcStat {
 			s, err := fleetsim.ReadProcStat(agent.PID())
 			if err != nil {
@@ -79,14 +68,14 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-0")
 		}
 		b.StartTimer()
-		createMemoryWorks(b, works, 0, 200)
+		createMemoryWorks(b, hub, spoke.Name, applied, 0, 200)
 		b.StopTimer()
 		at200 := read()
 		if profileDir != "" {
 			writeHeapProfile(b, pprofAddr, profileDir, "agent-heap-200")
 		}
 		b.StartTimer()
-		createMemoryWorks(b, works, 200, 1000)
+		createMemoryWorks(b, hub, spoke.Name, applied, 200, 1000)
 		b.StopTimer()
 		at1000 := read()
 		if profileDir != "" {
@@ -105,47 +94,13 @@ func BenchmarkShippedAgentMemory(b *testing.B) {
 }
 
 // createMemoryWorks creates the works numbered from to to (5 ConfigMaps each in namespace mem of the
-// spoke) and waits until every work so far reports Applied.
-func createMemoryWorks(b *testing.B, works interface {
-	Create(context.Context, *workv1.ManifestWork, metav1.CreateOptions) (*workv1.ManifestWork, error)
-	List(context.Context, metav1.ListOptions) (*workv1.ManifestWorkList, error)
-}, from, to int) {
+// spoke) in the cluster's namespace of the hub and waits until every work so far reports Applied.
+func createMemoryWorks(b *testing.B, hub workclient.Interface, cluster string, applied *appliedWatch, from, to int) {
 	b.Helper()
-	var g errgroup.Group
-	g.SetLimit(16)
-	for i := from; i < to; i++ {
-		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("mem-%04d", i)}}
-		for j := range 5 {
-			w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: fmt.Appendf(nil,
-				`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%04d-%d","namespace":"mem"},"data":{"k":"v"}}`, i, j)}})
-		}
-		g.Go(func() error {
-			_, err := works.Create(context.Background(), w, metav1.CreateOptions{})
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if _, err := createWorks(b.Context(), hub.WorkV1().ManifestWorks(cluster), from, to); err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
-	defer cancel()
-	applied := 0
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		list, err := works.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, nil
-		}
-		applied = 0
-		for _, w := range list.Items {
-			if c := meta.FindStatusCondition(w.Status.Conditions, workv1.WorkApplied); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation {
-				applied++
-			}
-		}
-		return applied == to, nil
-	})
-	if err != nil {
-		b.Fatalf("%d of %d works applied: %v", applied, to, err)
-	}
+	applied.wait(b, "works applied", memoryWorkNames(0, to), 5*time.Minute)
 }
 
 // writeHeapProfile writes the heap profile of the agent serving pprof at addr, after a collection, to

@@ -5,4 +5,8 @@
 // Every test starts clusters and processes of its own, so the tests run in parallel, all at once unless
 // go test's -parallel says otherwise (TestMain): much of an end-to-end test is waiting — for an outage
 // to last, for a lease to run out, for a rollout to hold — and another test's work fills it.
+//
+// Its benchmarks (make bench) measure ferry-agent as deploy/ ships it (BenchmarkShippedAgentMemory), and
+// over each transport beside OCM's own agent, through a restart of OCM's gRPC server and an outage of
+// an MQTT broker (BenchmarkTransports).
 package e2e

@@ -118,7 +118,7 @@ func (c *cluster) get(t *testing.T, gvk schema.GroupVersionKind, namespace, name
 	return c.resource(t, gvk, namespace).Get(t.Context(), name, metav1.GetOptions{})
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+func eventually(t testing.TB, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()

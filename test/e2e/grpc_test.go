@@ -43,7 +43,7 @@ const (
 // works gone, the works themselves.
 func TestAgentsOverOCMsGRPCServer(t *testing.T) {
 	t.Parallel() // brings clusters of its own: see doc.go
-	server, ocmAgent := ocmPeer(t, "server"), ocmPeer(t, "work")
+	ocmAgent := ocmPeer(t, "work")
 	built := make(chan string, 1)
 	go func() { built <- buildBinaries(t, "ferry-agent") }()
 	env := localcluster.StartForTest(t, localcluster.Options{
@@ -58,72 +58,15 @@ func TestAgentsOverOCMsGRPCServer(t *testing.T) {
 	if err := env.RegisterSpokes(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hubKube, err := kubernetes.NewForConfig(env.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	hubWork, err := workclient.NewForConfig(env.Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := logDir(t)
-
-	// The server: a serving certificate for 127.0.0.1, and the authority it trusts for agents' client
-	// certificates, whose common name is the user it asks the hub about (SubjectAccessReviews).
-	dir := t.TempDir()
-	ca, err := localcluster.NewTestCA(dir, "grpc-test-ca")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serverCert, serverKey, err := ca.IssueServer("grpc-server", net.ParseIP("127.0.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := deployrunner.FreeLoopbackAddresses(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(addrs[0])
-	serverConfig := filepath.Join(dir, "server.yaml")
-	writeYAML(t, serverConfig, map[string]any{"server_bind_port": port, "tls_cert_file": serverCert, "tls_key_file": serverKey, "client_ca_file": ca.CAFile()})
-	runUntilTestEnds(t, exec.Command(server, "grpc", "--server-config="+serverConfig, "--kubeconfig="+env.Hub.Kubeconfig,
-		"--disable-leader-election", "--listen="+addrs[1]), "OCM's gRPC server", filepath.Join(logs, "ocm-grpc-server.log"))
-	worktest.WaitListening(t, "OCM's gRPC server", addrs[0])
-
-	// Each agent's config.yaml, as the klusterlet's registration agent writes it for gRPC: the server's
-	// URL and CA, the agent's client certificate and key; and on the hub, what OCM grants an agent over
-	// gRPC in its cluster's namespace, for the server's SubjectAccessReviews.
-	agentConfig := func(cluster string) string {
-		user := "system:open-cluster-management:" + cluster + ":agent"
-		cert, key, err := ca.IssueClient(cluster, user, "system:open-cluster-management:"+cluster)
-		if err != nil {
-			t.Fatal(err)
-		}
-		grantGRPCAgent(t, hubKube, cluster, user)
-		path := filepath.Join(dir, cluster+"-config.yaml")
-		writeYAML(t, path, map[string]any{"url": addrs[0], "caFile": ca.CAFile(), "clientCertFile": cert, "clientKeyFile": key})
-		return path
-	}
-	ferry := exec.Command(filepath.Join(ferryBin, "ferry-agent"),
-		"--spoke-cluster-name="+grpcFerryCluster,
-		"--workload-source-driver=grpc",
-		"--workload-source-config="+agentConfig(grpcFerryCluster),
-		"--cloudevents-client-id="+grpcFerryCluster+"-work-agent",
-		"--spoke-kubeconfig="+env.Spoke(grpcFerryCluster).Kubeconfig,
-		"--leader-election-namespace=kube-system",
-		"--metrics-bind-address=0", "--health-probe-bind-address="+addrs[2])
-	runUntilTestEnds(t, ferry, "ferry-agent over grpc", filepath.Join(logs, "ferry-agent.log"))
-	ocm := exec.Command(ocmAgent, "agent",
-		"--spoke-cluster-name="+grpcOCMCluster,
-		"--workload-source-driver=grpc",
-		"--workload-source-config="+agentConfig(grpcOCMCluster),
-		"--cloudevents-client-id="+grpcOCMCluster+"-work-agent",
-		// Faster than the klusterlet's 60s, so that the test need not wait for OCM's status.
-		"--status-sync-interval=1s",
-		"--kubeconfig="+env.Spoke(grpcOCMCluster).Kubeconfig,
-		"--namespace=kube-system",
-		"--listen="+addrs[3])
-	ocm.Env = []string{"POD_NAME=ocm-work-agent"}
+	server := startOCMGRPCServer(t, env.Hub, filepath.Join(logs, "ocm-grpc-server.log"))
+	runUntilTestEnds(t, server.ferryAgent(t, ferryBin, env.Spoke(grpcFerryCluster)), "ferry-agent over grpc", filepath.Join(logs, "ferry-agent.log"))
+	// Faster than the klusterlet's 60s, so that the test need not wait for OCM's status.
+	ocm := server.ocmAgent(t, ocmAgent, env.Spoke(grpcOCMCluster), "--status-sync-interval=1s")
 	runUntilTestEnds(t, ocm, "OCM's work agent over grpc", filepath.Join(logs, "ocm-work-agent.log"))
 
 	clusters := []string{grpcFerryCluster, grpcOCMCluster}
@@ -202,8 +145,128 @@ func TestAgentsOverOCMsGRPCServer(t *testing.T) {
 	}
 }
 
+// ocmGRPCServer is OCM's gRPC server (`server grpc`, a test peer) in front of a hub's API server, on a
+// loopback port, with mutual TLS: a serving certificate for 127.0.0.1, and the authority it trusts for
+// agents' client certificates, whose common name is the user it asks the hub about
+// (SubjectAccessReviews). Killed, it starts again on the same port.
+type ocmGRPCServer struct {
+	*ferryProcess
+	// Addr is the host:port agents dial.
+	Addr string
+	hub  kubernetes.Interface
+	ca   *localcluster.TestCA
+	dir  string
+}
+
+// startOCMGRPCServer starts the server for hub until the test ends, its log at logPath, and returns
+// once it accepts connections.
+func startOCMGRPCServer(t testing.TB, hub *localcluster.Cluster, logPath string) *ocmGRPCServer {
+	t.Helper()
+	hubKube, err := kubernetes.NewForConfig(hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca, err := localcluster.NewTestCA(dir, "grpc-test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverCert, serverKey, err := ca.IssueServer("grpc-server", net.ParseIP("127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := deployrunner.FreeLoopbackAddresses(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(addrs[0])
+	serverConfig := filepath.Join(dir, "server.yaml")
+	writeYAML(t, serverConfig, map[string]any{"server_bind_port": port, "tls_cert_file": serverCert, "tls_key_file": serverKey, "client_ca_file": ca.CAFile()})
+	p := runUntilTestEnds(t, exec.Command(ocmPeer(t, "server"), "grpc", "--server-config="+serverConfig, "--kubeconfig="+hub.Kubeconfig,
+		"--disable-leader-election", "--listen="+addrs[1]), "OCM's gRPC server", logPath)
+	s := &ocmGRPCServer{ferryProcess: p, Addr: addrs[0], hub: hubKube, ca: ca, dir: dir}
+	worktest.WaitListening(t, "OCM's gRPC server", s.Addr)
+	return s
+}
+
+// restart starts the server again, on the same port, after kill, and returns once it accepts
+// connections.
+func (s *ocmGRPCServer) restart() {
+	s.t.Helper()
+	s.start()
+	worktest.WaitListening(s.t, "OCM's gRPC server", s.Addr)
+}
+
+// agentConfig writes an agent's config.yaml for cluster, as the klusterlet's registration agent writes
+// it for gRPC: the server's URL and CA, the agent's client certificate and key; and grants on the hub
+// what OCM grants an agent over gRPC in its cluster's namespace, for the server's
+// SubjectAccessReviews. It returns the file's path.
+func (s *ocmGRPCServer) agentConfig(t testing.TB, cluster string) string {
+	t.Helper()
+	user := "system:open-cluster-management:" + cluster + ":agent"
+	cert, key, err := s.ca.IssueClient(cluster, user, "system:open-cluster-management:"+cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grantGRPCAgent(t, s.hub, cluster, user)
+	path := filepath.Join(s.dir, cluster+"-config.yaml")
+	writeYAML(t, path, map[string]any{"url": s.Addr, "caFile": s.ca.CAFile(), "clientCertFile": cert, "clientKeyFile": key})
+	return path
+}
+
+// ferryAgent is ferry-agent of the directory bin for spoke over this server, with the klusterlet's grpc
+// arguments (its own flag names for the spoke and its leader election, which a pod would know).
+func (s *ocmGRPCServer) ferryAgent(t testing.TB, bin string, spoke *localcluster.Cluster) *exec.Cmd {
+	t.Helper()
+	return ferryCloudEventsAgent(t, bin, "grpc", s.agentConfig(t, spoke.Name), spoke)
+}
+
+// ferryCloudEventsAgent is ferry-agent of the directory bin for spoke over a cloudevents driver (grpc,
+// mqtt) with its configuration file, started with the arguments the klusterlet gives its work agent.
+func ferryCloudEventsAgent(t testing.TB, bin, driver, config string, spoke *localcluster.Cluster) *exec.Cmd {
+	t.Helper()
+	health, err := deployrunner.FreeLoopbackAddresses(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec.Command(filepath.Join(bin, "ferry-agent"),
+		"--spoke-cluster-name="+spoke.Name,
+		"--workload-source-driver="+driver,
+		"--workload-source-config="+config,
+		"--cloudevents-client-id="+spoke.Name+"-work-agent",
+		"--spoke-kubeconfig="+spoke.Kubeconfig,
+		"--leader-election-namespace=kube-system",
+		"--metrics-bind-address=0", "--health-probe-bind-address="+health[0])
+}
+
+// ocmAgent is OCM's work agent (binary) for spoke over this server with the klusterlet's grpc
+// arguments, and args after them; as a process here it reaches the spoke through --kubeconfig.
+func (s *ocmGRPCServer) ocmAgent(t testing.TB, binary string, spoke *localcluster.Cluster, args ...string) *exec.Cmd {
+	t.Helper()
+	return ocmWorkAgentCommand(t, binary, spoke, append([]string{
+		"--workload-source-driver=grpc",
+		"--workload-source-config=" + s.agentConfig(t, spoke.Name),
+		"--cloudevents-client-id=" + spoke.Name + "-work-agent",
+	}, args...)...)
+}
+
+// ocmWorkAgentCommand is OCM's work agent (binary, `agent`) for spoke with args, reaching the spoke
+// through --kubeconfig, electing its leader in kube-system and serving its health on a free loopback
+// port: what a pod would know from its ServiceAccount, namespace and name.
+func ocmWorkAgentCommand(t testing.TB, binary string, spoke *localcluster.Cluster, args ...string) *exec.Cmd {
+	t.Helper()
+	listen, err := deployrunner.FreeLoopbackAddresses(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, append(append([]string{"agent", "--spoke-cluster-name=" + spoke.Name}, args...),
+		"--kubeconfig="+spoke.Kubeconfig, "--namespace=kube-system", "--listen="+listen[0])...)
+	cmd.Env = []string{"POD_NAME=ocm-work-agent-" + spoke.Name}
+	return cmd
+}
+
 // ocmPeer is the path of one of OCM's binaries built as Ferry's test peers (`make ocm-peers`).
-func ocmPeer(t *testing.T, name string) string {
+func ocmPeer(t testing.TB, name string) string {
 	t.Helper()
 	dir := os.Getenv(OCMPeersDirEnv)
 	if dir == "" {
@@ -220,16 +283,14 @@ func ocmPeer(t *testing.T, name string) string {
 // its behalf in the cluster's namespace (open-cluster-management.io/sdk-go v1.2.0,
 // pkg/cloudevents/server/grpc/authz/kube: subscribe is watch, resync list, a status update updates
 // manifestworks/status).
-func grantGRPCAgent(t *testing.T, hub kubernetes.Interface, cluster, user string) {
+func grantGRPCAgent(t testing.TB, hub kubernetes.Interface, cluster, user string) {
 	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "grpc-agent", Namespace: cluster}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{workv1.GroupName}, Resources: []string{"manifestworks"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{workv1.GroupName}, Resources: []string{"manifestworks/status"}, Verbs: []string{"update", "patch"}},
 	}}
-	if _, err := hub.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	createNamespace(t, hub, cluster)
 	if _, err := hub.RbacV1().Roles(cluster).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +354,16 @@ func trueConditions(w *workv1.ManifestWork) []string {
 	return out
 }
 
+// createNamespace creates the namespace name with kube unless it exists.
+func createNamespace(t testing.TB, kube kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
 // writeYAML writes v to path as YAML.
-func writeYAML(t *testing.T, path string, v any) {
+func writeYAML(t testing.TB, path string, v any) {
 	t.Helper()
 	data, err := yaml.Marshal(v)
 	if err != nil {

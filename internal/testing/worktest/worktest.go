@@ -1,6 +1,7 @@
 // Package worktest holds what tests of ferry-agent do with ManifestWorks on a real hub: create, change
-// and wait for a work's report, or for a server a test runs beside them to listen. Entry points:
-// Eventually, UpdateWork, WaitWork, WaitListening.
+// and wait for a work's report, or for a server a test runs beside them to listen; and over MQTT, a
+// broker and a source of works as Maestro is one. Entry points: Eventually, UpdateWork, WaitWork,
+// WaitListening; StartMosquitto, WriteMQTTConfig, StartMQTTSource.
 package worktest
 
 import (

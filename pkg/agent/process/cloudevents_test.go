@@ -3,10 +3,6 @@ package process_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,15 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	workv1 "open-cluster-management.io/api/work/v1"
-	"open-cluster-management.io/sdk-go/pkg/cloudevents/clients/statushash"
-	"open-cluster-management.io/sdk-go/pkg/cloudevents/clients/store"
-	sourceclient "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/work/source/client"
-	sourcecodec "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/work/source/codec"
-	workstore "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/work/store"
-	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/clients"
-	mqttoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/mqtt"
-	mqttv2 "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/v2/mqtt"
-	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/types"
 
 	"github.com/ferry-mc/ferry/internal/testing/worktest"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
@@ -37,26 +24,20 @@ import (
 //
 // A broker restart is not tested here: sdk-go v1.2.0's MQTT transport, reconnecting, replaces a
 // channel its previous receive loop read without a lock, which the race detector `make test` runs
-// under reports (transport.go, Connect and Receive); it belongs in a test of the shipped binary.
+// under reports (transport.go, Connect and Receive), in the agent and in the source client alike; it
+// is measured in test/e2e's BenchmarkTransports, which runs without the race detector.
 func TestRunOverMQTTAppliesReportsAndDeletes(t *testing.T) {
 	// As ferry-agent's main does first: informers fill by LIST then WATCH. A cloudevents source has no
 	// watch-list stream (client-go's default), whose informer would never fill.
 	relist.ListThenWatch()
 	e := testEnv(t)
-	broker := startMosquitto(t)
+	broker := worktest.StartMosquitto(t, t.TempDir())
 	const sourceID = "ferry-test"
 	cluster := "mqtt-" + rand.String(5)
-	config := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf(`brokerHost: %s
-topics:
-  sourceEvents: sources/%s/clusters/+/sourceevents
-  agentEvents: sources/%s/clusters/+/agentevents
-`, broker, sourceID, sourceID)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := worktest.WriteMQTTConfig(t, t.TempDir(), broker.Addr, sourceID)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	works := mqttSource(ctx, t, config, sourceID, cluster)
+	works := worktest.StartMQTTSource(ctx, t, config, sourceID, cluster).Works
 
 	o := runOptions(t, func(o *process.Options) {
 		o.WorkloadSourceDriver = process.WorkloadSourceMQTT
@@ -109,69 +90,4 @@ topics:
 		_, err := works.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-}
-
-// mqttSource is a source of works over the MQTT broker config names, as Maestro is: sdk-go's source
-// client with the manifestbundles codec, publishing the works of cluster and keeping their status as
-// the agent reports it.
-func mqttSource(ctx context.Context, t *testing.T, config, sourceID, cluster string) *sourceclient.ManifestWorkSourceClient {
-	t.Helper()
-	opts, err := mqttoptions.BuildMQTTOptionsFromFlags(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local, err := workstore.NewSourceLocalWatcherStore(ctx, func(context.Context) ([]*workv1.ManifestWork, error) { return nil, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := clients.NewCloudEventSourceClient(ctx, mqttv2.NewSourceOptions(opts, sourceID+"-source", sourceID),
-		store.NewSourceWatcherStoreLister(local), statushash.StatusHash, sourcecodec.NewManifestBundleCodec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.Subscribe(ctx, local.HandleReceivedResource)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-client.SubscribedChan():
-				_ = client.Resync(ctx, types.ClusterAll)
-			}
-		}
-	}()
-	works := sourceclient.NewManifestWorkSourceClient(sourceID, local, client)
-	works.SetNamespace(cluster)
-	return works
-}
-
-// startMosquitto runs Debian's MQTT broker (.ci/run installs the mosquitto package) on a free loopback
-// port for the test, and returns its host:port once it accepts connections.
-func startMosquitto(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("mosquitto")
-	if err != nil {
-		if _, serr := os.Stat("/usr/sbin/mosquitto"); serr != nil {
-			t.Fatalf("no mosquitto MQTT broker on this machine (apt-get install mosquitto; .ci/run installs it): %v", err)
-		}
-		bin = "/usr/sbin/mosquitto"
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n", port)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-c", conf)
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	worktest.WaitListening(t, "mosquitto", addr)
-	return addr
 }
