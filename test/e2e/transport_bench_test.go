@@ -46,7 +46,8 @@ import (
 // once, and not written again, is what an agent should do). Then the agent is stopped and started
 // again, as an upgrade or a rescheduled pod does, and a work created: agent-restart-s is from its
 // start until that work is Applied, agent-restart-stalled says it was not within a minute (over OCM
-// v1.2.0's gRPC server, an agent's resync of 200 works deadlocks: see restartWorks).
+// v1.2.0's gRPC server, sdk-go v1.2.0's transport, OCM's agent's, deadlocks on a resync of 200 works:
+// see restartWorks).
 //
 // Then each gRPC agent afresh, on a cluster of its own, through a restart of OCM's gRPC server while it
 // applies restartWorks works (restartServerMidApply): restart-first-status-s is from the server back

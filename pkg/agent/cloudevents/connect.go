@@ -17,7 +17,6 @@ import (
 	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options"
 	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 	mqttoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/mqtt"
-	grpcv2 "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/v2/grpc"
 	mqttv2 "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/v2/mqtt"
 	"open-cluster-management.io/sdk-go/pkg/cloudevents/generic/types"
 )
@@ -87,7 +86,7 @@ func agentOptionsFor(o Options) (*options.CloudEventsAgentOptions, string, error
 		if err != nil {
 			return nil, "", fmt.Errorf("--workload-source-config %s: %w", o.ConfigFile, err)
 		}
-		return grpcv2.NewAgentOptions(config, o.ClusterName, o.ClientID, codec.NewManifestBundleCodec().EventDataType()), config.Dialer.URL, nil
+		return grpcAgentOptions(config, o.ClusterName, o.ClientID, codec.NewManifestBundleCodec().EventDataType()), config.Dialer.URL, nil
 	case DriverMQTT:
 		config, err := mqttoptions.BuildMQTTOptionsFromFlags(o.ConfigFile)
 		if err != nil {
