@@ -468,3 +468,48 @@ func observedConfigMap(b *testing.B, f *agentFixture, name, value string) *corev
 	}
 	return cm
 }
+
+// BenchmarkDriftRevert measures how soon the agent puts back an edit made on the spoke: a ConfigMap the
+// work applies (Update) is changed under kubectl's manager name for edits, as `kubectl edit` does, and
+// the clock stops when the spoke's watch shows it back as the work has it. Reports the median and the
+// 90th percentile of the edits (-benchtime=20x: the issue's 20 edits). The agent's resync is an hour:
+// the watch of what it applied is what brings the edit.
+func BenchmarkDriftRevert(b *testing.B) {
+	f := startAgent(b, withResync(time.Hour))
+	w := f.create(f.work("revert-"+f.cluster, namespaceManifest, configMapA))
+	f.waitWork(w.Name, "applied", allApplied)
+	var took []time.Duration
+	for b.Loop() {
+		cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Get(b.Context(), "a", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		want := cm.Data["k"]
+		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+		watch, err := f.kube.CoreV1().ConfigMaps(f.cluster).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=a", ResourceVersion: cm.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cm.Data["k"] = "edited"
+		start := time.Now()
+		if _, err := f.kube.CoreV1().ConfigMaps(f.cluster).Update(b.Context(), cm, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+			b.Fatal(err)
+		}
+		back := false
+		for ev := range watch.ResultChan() {
+			if got, ok := ev.Object.(*corev1.ConfigMap); ok && got.Data["k"] == want {
+				back = true
+				break
+			}
+		}
+		took = append(took, time.Since(start))
+		watch.Stop()
+		cancel()
+		if !back {
+			b.Fatal("the edit was not put back within a minute")
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
+	b.ReportMetric(float64(took[(len(took)*9)/10].Microseconds())/1000, "ms-p90")
+}

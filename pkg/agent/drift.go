@@ -54,7 +54,7 @@ func setWorkDrift(conds *[]metav1.Condition, manifests []workv1.ManifestConditio
 		}
 		drifted++
 		if len(named) < maxDriftedNamed {
-			by := "an unknown manager"
+			by := workreport.UnknownManager
 			if len(d.Managers) > 0 {
 				by = d.Managers[0]
 			}

@@ -22,6 +22,9 @@ const ConditionDrifted = "Drifted"
 // ReasonDriftReverted is the reason of a True Drifted condition.
 const ReasonDriftReverted = "ChangedOnClusterAndPutBack"
 
+// UnknownManager is how a drift report names who changed an object when its managedFields do not say.
+const UnknownManager = "an unknown manager"
+
 // Drift is what a Drifted condition of a manifest says.
 type Drift struct {
 	// Count is how many times the object was found changed and put back for the generation.
@@ -39,7 +42,7 @@ type Drift struct {
 // DriftMessage is the message of a manifest's Drifted condition for d: one line a person reads, which
 // ReadDrift reads back.
 func DriftMessage(d Drift) string {
-	by := "an unknown manager"
+	by := UnknownManager
 	if len(d.Managers) > 0 {
 		by = strings.Join(d.Managers, ", ")
 	}
@@ -78,7 +81,7 @@ func ReadDrift(c *metav1.Condition) (Drift, bool) {
 		return Drift{}, false
 	}
 	d := Drift{Time: at}
-	if m[1] != "an unknown manager" {
+	if m[1] != UnknownManager {
 		d.Managers = strings.Split(m[1], ", ")
 	}
 	fields := m[3]
