@@ -111,12 +111,14 @@ bench: control-plane ocm-peers ## run the benchmarks: the apply engine, feedback
 # The fleet benchmark: FLEET_CLUSTERS simulated clusters × FLEET_APPCONFIGS AppConfigs, agents' status
 # writes at FLEET_STATUS_RATE a second, then (FLEET_ROLLOUT=true) a progressive rollout failed in its
 # second stage and rolled back (about 9 of the 42 minutes at 10,000 clusters on a 2-core machine, 2 at
-# 1,000; FLEET_ROLLOUT=false leaves it out); more flags of hack/bench-fleet in FLEET_ARGS
+# 1,000; FLEET_ROLLOUT=false leaves it out); FLEET_CPU_LOAD=0.5 keeps half a core busy beside the hub for
+# the run (a busier machine, the same on every machine); more flags of hack/bench-fleet in FLEET_ARGS
 # (e.g. FLEET_ARGS='--hub-arg=--workers=20 --lag-writes=500').
 FLEET_CLUSTERS    ?= 10000
 FLEET_APPCONFIGS  ?= 10
 FLEET_STATUS_RATE ?= 100
 FLEET_ROLLOUT     ?= true
+FLEET_CPU_LOAD    ?= 0
 FLEET_ARGS        ?=
 # A size sweep, to compare fleet sizes: FLEET_SWEEP=500,1000,2000,5000 runs the benchmark at each of these
 # sizes in place of FLEET_CLUSTERS, all the sizes FLEET_SWEEP_RUNS times over, one run after another, each
@@ -135,7 +137,7 @@ comma := ,
 bench-fleet: control-plane build ## ferry-hub against a simulated fleet (FLEET_CLUSTERS × FLEET_APPCONFIGS, status at FLEET_STATUS_RATE/s): a table, and JSON in .local/bench-fleet.json; FLEET_SWEEP=500,1000,...: one table over sizes
 	$(GO) build -o bin/bench-fleet ./hack/bench-fleet
 ifeq ($(FLEET_SWEEP),)
-	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_ROLLOUT) \
+	bin/bench-fleet --clusters $(FLEET_CLUSTERS) --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_ROLLOUT) --cpu-load $(FLEET_CPU_LOAD) \
 	  --hub-binary bin/ferry-hub --json $(LOCAL_DIR)/bench-fleet.json --hub-log $(LOCAL_DIR)/bench-fleet-hub.log $(FLEET_ARGS)
 else
 	@# Ctrl-C stops the run under way (bench-fleet stops what it started) and the sweep; the table follows.
@@ -145,7 +147,7 @@ else
 	    [ -z "$$stop" ] || break 2; \
 	    run_name=$(LOCAL_DIR)/bench-fleet-$$n-$$run; files+=("$$run_name.json"); rm -f "$$run_name.json"; \
 	    echo; echo "# bench-fleet sweep: $$n clusters, run $$run of $(FLEET_SWEEP_RUNS)"; \
-	    bin/bench-fleet --clusters $$n --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_SWEEP_ROLLOUT) \
+	    bin/bench-fleet --clusters $$n --appconfigs $(FLEET_APPCONFIGS) --status-rate $(FLEET_STATUS_RATE) --rollout=$(FLEET_SWEEP_ROLLOUT) --cpu-load $(FLEET_CPU_LOAD) \
 	      --hub-binary bin/ferry-hub --json "$$run_name.json" --hub-log "$$run_name-hub.log" $(FLEET_ARGS) || failed=1; \
 	  done; \
 	done; \

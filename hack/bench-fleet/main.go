@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -55,9 +56,12 @@ type options struct {
 	// overrides (--overrides): every AppConfig with per-cluster overrides (overrides), and the
 	// override change phase.
 	overrides bool
+	// cpuLoad (--cpu-load) is how many cores a busy loop beside the hub keeps busy for the run.
+	cpuLoad float64
 }
 
 func main() {
+	runAsBurner() // --cpu-load's busy loop is this binary too
 	// As ferry-hub: the tracker's informer of every ManifestWork has to fill again under the fleet's
 	// writes when it falls behind.
 	relist.ListThenWatch()
@@ -125,6 +129,8 @@ sweep-table prints several runs' JSON as one table.`,
 	f.BoolVar(&o.overrides, "overrides", false, fmt.Sprintf("spread the clusters round-robin over %d regions (label %s=region-<k>) with the ClusterClaim id.k8s.io=<name>, "+
 		"give every AppConfig %d overrides, one per region, setting its region's registry and the cluster's ID from its claim, "+
 		"and after the Component change change app-0's override of region-0: only app-0's works on region-0's clusters are to be rewritten", regions, fleetsim.RegionLabel, regions))
+	f.Float64Var(&o.cpuLoad, "cpu-load", 0, "keep this many cores of a processor busy beside the hub for the whole run (e.g. 0.5: half a core), "+
+		"so that the hub's API server answers as on a busier machine, the same way on every machine; 0: none")
 	f.BoolVar(&o.keep, "keep", false, "leave the hub and ferry-hub running at the end until interrupted, to look around")
 	// bench-fleet sweep-table FILE...: several runs' figures side by side (make bench-fleet FLEET_SWEEP=...).
 	cmd.AddCommand(newSweepTableCommand())
@@ -146,6 +152,8 @@ func (o *options) validate() error {
 		return fmt.Errorf("--hub-shards %d: want at least 1", o.hubShards)
 	case o.clusterSets < 0 || o.clusterSets > o.clusters:
 		return fmt.Errorf("--cluster-sets %d: want 0 (the global set) to --clusters (%d), so that no set is empty", o.clusterSets, o.clusters)
+	case o.cpuLoad < 0 || o.cpuLoad >= float64(runtime.NumCPU()):
+		return fmt.Errorf("--cpu-load %v: want 0 (none) to less than the machine's %d cores", o.cpuLoad, runtime.NumCPU())
 	case o.rollout && o.clusters < 2:
 		return fmt.Errorf("--rollout with --clusters %d: want at least 2, for a second stage to fail in", o.clusters)
 	}

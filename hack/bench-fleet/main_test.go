@@ -21,6 +21,11 @@ import (
 	"github.com/ferry-mc/ferry/pkg/hub"
 )
 
+func TestMain(m *testing.M) {
+	runAsBurner() // --cpu-load starts this test binary as its busy loop
+	os.Exit(m.Run())
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
@@ -41,7 +46,7 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	}
 	o := &options{
 		clusters: 40, appConfigs: 2, statusRate: 50, initialRate: 200, lagWrites: 6, agentConcurrency: 8, registerParallel: 8, rollout: true,
-		clusterSets: 4, appConfigNamespaces: true,
+		clusterSets: 4, appConfigNamespaces: true, cpuLoad: 0.25,
 		hubBinary: filepath.Join(dir, "ferry-hub"), hubArgs: []string{"--workers=4"}, hubShards: 1,
 		deployDir: filepath.Join(repoRoot(), "deploy"), tempDir: dir,
 		// In a directory that does not exist yet, as .local/ on a clean clone.
@@ -112,14 +117,17 @@ func TestBenchmarkRunsEveryPhase(t *testing.T) {
 	if r.Largest == nil || r.Largest.Bytes < 500 {
 		t.Errorf("largest AppConfig %+v; want the size of a real one", r.Largest)
 	}
-	var hub *ProcessResult
-	for i, p := range r.Processes {
-		if p.Name == hubName {
-			hub = &r.Processes[i]
-		}
-	}
-	if hub == nil || hub.PeakRSS < 10<<20 || hub.CPUSeconds <= 0 {
+	if hub := processNamed(r.Processes, hubName); hub == nil || hub.PeakRSS < 10<<20 || hub.CPUSeconds <= 0 {
 		t.Errorf("ferry-hub usage %+v; want its memory and CPU time sampled", hub)
+	}
+	var ran float64
+	for _, p := range r.Phases {
+		ran += p.Seconds
+	}
+	// A quarter of a core over the run; on a machine shared with other tests it gets less than its
+	// share, but not less than a tenth.
+	if load := processNamed(r.Processes, cpuLoadName); load == nil || r.Config.CPULoadCores != 0.25 || load.CPUSeconds < 0.1*ran {
+		t.Errorf("--cpu-load 0.25: config %v cores, its process %+v over %s; want it sampled busy through the run", r.Config.CPULoadCores, load, seconds(ran))
 	}
 	if len(r.Targets) != 10 {
 		t.Errorf("targets %+v; want the issue's five judged and the rollout's five", r.Targets)
@@ -326,4 +334,14 @@ func TestClusterSetsValidated(t *testing.T) {
 			t.Errorf("--cluster-sets %d with 10 clusters accepted", bad)
 		}
 	}
+}
+
+// processNamed is the sampled process of that name among ps, or nil.
+func processNamed(ps []ProcessResult, name string) *ProcessResult {
+	for i := range ps {
+		if ps[i].Name == name {
+			return &ps[i]
+		}
+	}
+	return nil
 }

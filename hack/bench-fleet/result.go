@@ -74,6 +74,8 @@ type Config struct {
 	// Overrides is --overrides: every AppConfig with an override per region reading each cluster's
 	// labels and ClusterClaim.
 	Overrides bool `json:"overrides,omitempty"`
+	// CPULoadCores is --cpu-load: the cores a busy loop kept busy beside the hub.
+	CPULoadCores float64 `json:"cpuLoadCores,omitempty"`
 }
 
 type RegisterResult struct {
@@ -249,6 +251,7 @@ func newResult(o *options) *Result {
 		Clusters: o.clusters, AppConfigs: o.appConfigs, Works: o.clusters * o.appConfigs, StatusRate: o.statusRate,
 		InitialStatusRate: o.initialRate, LagWrites: o.lagWrites, HubArgs: o.hubArgs, HubShards: o.hubShards, Rollout: o.rollout,
 		ClusterSets: o.clusterSets, AppConfigNamespaces: o.appConfigNamespaces, Tenancy: o.tenancy(), Overrides: o.overrides,
+		CPULoadCores: o.cpuLoad,
 	}}
 }
 

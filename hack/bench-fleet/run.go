@@ -110,6 +110,11 @@ func (b *bench) run(ctx context.Context) error {
 	b.cleanup = append(b.cleanup, func() error { stopSampling(); return nil })
 	go b.sampler.Run(sampling)
 
+	if b.o.cpuLoad > 0 {
+		if err := b.startCPULoad(); err != nil {
+			return err
+		}
+	}
 	b.logf("starting the hub's etcd and kube-apiserver")
 	env, err := localcluster.Start(ctx, localcluster.Options{Hub: localcluster.ClusterSpec{Name: "hub"}, BinaryDir: b.o.binaryDir, TempDir: b.o.tempDir})
 	if err != nil {

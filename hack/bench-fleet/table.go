@@ -24,6 +24,9 @@ func (r *Result) writeTable(w io.Writer) error {
 	if c.Tenancy != "" {
 		fmt.Fprintf(w, "tenancy: %s\n", c.Tenancy)
 	}
+	if c.CPULoadCores > 0 {
+		fmt.Fprintf(w, "cpu load: a busy loop keeping %s busy beside the hub (--cpu-load)\n", cores(c.CPULoadCores))
+	}
 	fmt.Fprintf(w, "machine: %d CPUs (%s), %s memory, Linux %s, %s, commit %s; load average %s at the start, %s at the end\n\n",
 		m.CPUs, m.CPUModel, size(m.MemBytes), m.Kernel, m.Go, m.Commit, m.LoadAverageStart, m.LoadAverageEnd)
 
