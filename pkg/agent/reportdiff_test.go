@@ -231,6 +231,10 @@ func TestReportOnlyWorkWritesNothingWhateverItsStrategy(t *testing.T) {
 	f.spokeNamespace()
 	made := f.createConfigMap("b", "by-hand")
 	widget := `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: "{{ns}}"}}`
+	applies := func(strategy string) float64 {
+		return gatherMetrics(t).value("ferry_agent_manifest_applies_total", "strategy", strategy)
+	}
+	updates, reads := applies("Update"), applies("ReadOnly")
 	w := f.create(f.reportOnlyWork("report-update", false, configMapA, configMapB, widget))
 	w = f.waitWork(w.Name, "the report", func(w *workv1.ManifestWork) bool {
 		_, _, ok0 := wouldChange(w, 0)
@@ -264,6 +268,9 @@ func TestReportOnlyWorkWritesNothingWhateverItsStrategy(t *testing.T) {
 	}
 	if applied := f.appliedResources(w.Name); len(applied) != 0 {
 		t.Errorf("the AppliedManifestWork lists %+v; want nothing", applied)
+	}
+	if u, r := applies("Update")-updates, applies("ReadOnly")-reads; u != 0 || r < 2 {
+		t.Errorf("ferry_agent_manifest_applies_total counted %v Update and %v ReadOnly applies; want none and at least 2: the manifests were read", u, r)
 	}
 
 	f.update(w.Name, func(w *workv1.ManifestWork) { delete(w.Annotations, workreport.AnnotationReportDiff) })
