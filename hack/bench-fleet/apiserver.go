@@ -15,6 +15,9 @@ type RequestStat struct {
 	Request      string  `json:"request"`
 	Count        float64 `json:"count"`
 	TotalSeconds float64 `json:"totalSeconds"`
+	// BodyBytes is the size of the requests' bodies in all (apiserver_request_body_size_bytes, by
+	// resource and verb: the subresources of a resource together).
+	BodyBytes float64 `json:"bodyBytes,omitempty"`
 }
 
 // requestTimes are kube-apiserver's request counts and total durations so far, by request.
@@ -33,6 +36,20 @@ func (b *bench) apiServerRequests(ctx context.Context) (requestTimes, error) {
 	}
 	out := requestTimes{}
 	for _, s := range samples {
+		if s.Name == "apiserver_request_body_size_bytes_sum" {
+			key := bodyKey(s.Labels["verb"], s.Labels["resource"])
+			r := out[key]
+			r.Request, r.BodyBytes = key, r.BodyBytes+s.Value
+			out[key] = r
+			continue
+		}
+		if s.Name == "apiserver_flowcontrol_request_execution_seconds_sum" {
+			key := flowKey(s.Labels["flow_schema"])
+			r := out[key]
+			r.Request, r.TotalSeconds = key, r.TotalSeconds+s.Value
+			out[key] = r
+			continue
+		}
 		if s.Name != "apiserver_request_duration_seconds_sum" && s.Name != "apiserver_request_duration_seconds_count" {
 			continue
 		}
@@ -56,12 +73,42 @@ func (b *bench) apiServerRequests(ctx context.Context) (requestTimes, error) {
 	return out, nil
 }
 
+// bodyKey is the key of the body sizes of requests of verb on resource, its subresources included.
+// The body size metric says "patch", where the duration metric says "PATCH".
+func bodyKey(verb, resource string) string {
+	return "body " + strings.ToUpper(verb) + " " + resource
+}
+
+// flowKey is the key of the time kube-apiserver spent executing the requests of a flow schema of its
+// priority and fairness. ferry-hub runs as deploy/hub's ServiceAccount ("service-accounts"); the
+// benchmark and its simulated agents as an administrator ("exempt").
+func flowKey(flowSchema string) string {
+	return "flow " + flowSchema
+}
+
+// flowSeconds is the execution time of every flow schema, and of flowSchema's, between before and after.
+func flowSeconds(before, after requestTimes, flowSchema string) (all, of float64) {
+	for key, a := range after {
+		if strings.HasPrefix(key, "flow ") {
+			all += a.TotalSeconds - before[key].TotalSeconds
+		}
+	}
+	key := flowKey(flowSchema)
+	return all, after[key].TotalSeconds - before[key].TotalSeconds
+}
+
+// bodyBytes is the body bytes of requests of verb on resource between before and after.
+func bodyBytes(before, after requestTimes, verb, resource string) float64 {
+	key := bodyKey(verb, resource)
+	return after[key].BodyBytes - before[key].BodyBytes
+}
+
 // topRequests are the n requests kube-apiserver spent most time on between before and after.
 func topRequests(before, after requestTimes, n int) []RequestStat {
 	var out []RequestStat
 	for key, a := range after {
 		d := RequestStat{Request: key, Count: a.Count - before[key].Count, TotalSeconds: a.TotalSeconds - before[key].TotalSeconds}
-		if d.Count > 0 {
+		if d.Count > 0 && !strings.HasPrefix(key, "body ") && !strings.HasPrefix(key, "flow ") {
 			out = append(out, d)
 		}
 	}

@@ -235,6 +235,13 @@ type PhaseResult struct {
 	AppConfigReconciles  float64 `json:"appConfigReconciles,omitempty"`
 	ReconcileMeanSeconds float64 `json:"reconcileMeanSeconds,omitempty"`
 	QueueWaitMeanSeconds float64 `json:"queueWaitMeanSeconds,omitempty"`
+	// AppConfigPatches is how many PATCH requests of AppConfigs (their status: ferry-hub's summaries)
+	// kube-apiserver served in the phase, and AppConfigPatchBytes the size of their bodies in all.
+	AppConfigPatches    float64 `json:"appConfigPatches,omitempty"`
+	AppConfigPatchBytes float64 `json:"appConfigPatchBytes,omitempty"`
+	// HubAPIServerShare is ferry-hub's share of kube-apiserver's time executing requests in the phase
+	// (its priority and fairness' execution time: ferry-hub's flow schema over all of them).
+	HubAPIServerShare float64 `json:"hubAPIServerShare,omitempty"`
 	// APIServer are the requests kube-apiserver spent most time serving in the phase, from anyone.
 	APIServer []RequestStat `json:"apiServerTopRequests,omitempty"`
 }

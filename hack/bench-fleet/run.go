@@ -249,6 +249,10 @@ type controllerTimes struct {
 	reconciles, reconcileSeconds, dequeued, queuedSeconds float64
 }
 
+// hubFlowSchema is the flow schema of kube-apiserver's priority and fairness ferry-hub's requests fall
+// in: it runs as deploy/hub's ServiceAccount.
+const hubFlowSchema = "service-accounts"
+
 // appConfigController is the name of ferry-hub's AppConfig controller in its metrics.
 const appConfigController = "appconfigs"
 
@@ -320,6 +324,11 @@ func (b *bench) phase(ctx context.Context, name string, f func(context.Context) 
 		p.QueueWaitMeanSeconds = (after.appConfig.queuedSeconds - before.appConfig.queuedSeconds) / d
 	}
 	p.APIServer = topRequests(before.requests, after.requests, 5)
+	p.AppConfigPatches = after.requests["PATCH applicationconfigurations/status"].Count - before.requests["PATCH applicationconfigurations/status"].Count
+	p.AppConfigPatchBytes = bodyBytes(before.requests, after.requests, "patch", "applicationconfigurations")
+	if all, hub := flowSeconds(before.requests, after.requests, hubFlowSchema); all > 0 {
+		p.HubAPIServerShare = hub / all
+	}
 	b.res.Phases = append(b.res.Phases, p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

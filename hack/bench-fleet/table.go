@@ -104,6 +104,15 @@ func (r *Result) writeTable(w io.Writer) error {
 		return err
 	}
 
+	fmt.Fprintln(w, "\nferry-hub's AppConfig status writes per phase (PATCH requests, their bodies in all and each) and its share of kube-apiserver's execution time:")
+	for _, p := range r.Phases {
+		each := 0.0
+		if p.AppConfigPatches > 0 {
+			each = p.AppConfigPatchBytes / p.AppConfigPatches
+		}
+		fmt.Fprintf(w, "  %-19s %.0f patches, %s (%s each); ferry-hub %.0f%% of kube-apiserver's time\n", p.Name, p.AppConfigPatches,
+			size(uint64(p.AppConfigPatchBytes)), size(uint64(each)), 100*p.HubAPIServerShare)
+	}
 	fmt.Fprintln(w, "\nkube-apiserver's time by request (count, total time serving them, mean), the top 3 per phase:")
 	for _, p := range r.Phases {
 		var top []string

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +90,8 @@ type AppConfigReconciler struct {
 	upToDate upToDateDeliveries
 	// The works this hub wrote moments ago, which the cache may not show yet.
 	recentWrites recentWorkWrites
+	// writtenStatuses are the AppConfig statuses this hub wrote that its cache may not show yet.
+	writtenStatuses writtenStatuses
 	// The summary of every work of the AppConfigs of this shard, taken as the works change.
 	summaries *workSummaries
 }
@@ -401,13 +402,57 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 			status.Workloads = append(status.Workloads, ws)
 		}
 	}
-	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(client.ObjectKeyFromObject(app), v1alpha2.CurrentObjects(status.Workloads), gone)
-	if equality.Semantic.DeepEqual(status, &app.Status) {
-		return nil
+	key := client.ObjectKeyFromObject(app)
+	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(key, v1alpha2.CurrentObjects(status.Workloads), gone)
+	return r.writeStatus(ctx, app, status)
+}
+
+// writeStatus writes status as app's, if it is not what is stored: a JSON patch of what changed since the
+// status the cache shows, or the one this hub wrote since (writtenStatuses), tested against its
+// resourceVersion; if that status is no longer the one stored (someone wrote the AppConfig since), the
+// status whole.
+func (r *AppConfigReconciler) writeStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, status *v1alpha2.ApplicationConfigurationStatus) error {
+	key := client.ObjectKeyFromObject(app)
+	cached, err := statusJSON(&app.Status)
+	if err != nil {
+		return err
 	}
-	patch := client.MergeFrom(app.DeepCopy())
-	app.Status = *status
-	return r.Client.Status().Patch(ctx, app, patch)
+	want, err := statusJSON(status)
+	if err != nil {
+		return err
+	}
+	version, was := r.writtenStatuses.base(key, app.ResourceVersion, cached)
+	patch, err := computeStatusPatch(version, was, want)
+	if err != nil || patch == nil {
+		return err
+	}
+	stored := app.DeepCopy()
+	err = r.patchStatusWith(ctx, stored, patch, "changes")
+	if isUnprocessable(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		// Computed from a status no longer stored: its test, or an operation on what is no longer
+		// there, failed, and nothing was written.
+		if patch, err = wholeStatusPatch(want); err != nil {
+			return err
+		}
+		stored = app.DeepCopy()
+		err = r.patchStatusWith(ctx, stored, patch, "whole")
+	}
+	if err != nil {
+		r.writtenStatuses.forget(key)
+		return err
+	}
+	r.writtenStatuses.record(key, stored.ResourceVersion, want)
+	return nil
+}
+
+// patchStatusWith sends the JSON patch of app's status, counted as how.
+func (r *AppConfigReconciler) patchStatusWith(ctx context.Context, app *v1alpha2.ApplicationConfiguration, patch []byte, how string) error {
+	statusPatches.WithLabelValues(how).Inc()
+	statusPatchBytes.Add(float64(len(patch)))
+	if err := r.Client.Status().Patch(ctx, app, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("write the status of AppConfig %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	return nil
 }
 
 func ref(o *unstructured.Unstructured) v1alpha2.TypedReference {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -160,5 +162,32 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 	})
 	if n := pass(); n != 2 {
 		t.Errorf("a pass deciding a rollout wrote the status %d times, want 2: the decision, then the status", n)
+	}
+
+	// A status patch computed from a status no longer stored — here the hub's record of its last write
+	// names a version the API server never gave — is refused by its test of that version, and the
+	// status is written whole in the same pass.
+	key := client.ObjectKeyFromObject(app)
+	before := &v1alpha2.ApplicationConfiguration{}
+	if err := admin.Get(ctx, key, before); err != nil {
+		t.Fatal(err)
+	}
+	r.writtenStatuses.record(key, "999999999", []byte(`{"summary":{"clusters":7}}`))
+	whole := testutil.ToFloat64(statusPatches.WithLabelValues("whole"))
+	if n := pass(); n != 2 {
+		t.Errorf("a pass from a status no longer stored wrote %d times, want 2: the refused changes, then the status whole", n)
+	}
+	if n := testutil.ToFloat64(statusPatches.WithLabelValues("whole")) - whole; n != 1 {
+		t.Errorf("ferry_hub_appconfig_status_patches_total{how=whole} grew by %v, want 1", n)
+	}
+	stored := &v1alpha2.ApplicationConfiguration{}
+	if err := admin.Get(ctx, key, stored); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(stored.Status, before.Status) {
+		t.Errorf("the status written whole is %+v; want the one stored before, %+v", stored.Status, before.Status)
+	}
+	if n := pass(); n != 0 {
+		t.Errorf("the next pass with nothing changed wrote the status %d times, want 0", n)
 	}
 }
