@@ -256,13 +256,13 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 		keep[key] = true
 		if r.config != nil && r.config.UpdateStrategy != nil && r.config.UpdateStrategy.Type == workv1.UpdateStrategyType(apply.ApplyOnceForce) {
 			switch {
-			case r.err == nil && (r.result.Operation == apply.Created || r.result.Operation == apply.Updated || r.result.Operation == apply.Skipped):
+			case r.err == nil && !r.reportOnly && (r.result.Operation == apply.Created || r.result.Operation == apply.Updated || r.result.Operation == apply.Skipped):
 				newForced[key] = r.result.Hash
 			case forced[key] != "":
 				newForced[key] = forced[key]
 			}
 		}
-		if optionsFor(r.config).Strategy == apply.ReadOnly {
+		if r.readOnly() {
 			continue // never applied, never removed
 		}
 		if r.exists() {

@@ -34,11 +34,20 @@ type manifestResult struct {
 	health []metav1.Condition
 	// completed: the manifest was Complete, so it was only read, not applied
 	completed bool
+	// reportOnly: the work is a report-only delivery (reportOnly), so the manifest was only read, and
+	// compared with the object it read
+	reportOnly bool
 }
 
 // identifier names the manifest's object by resource, as manifestConfigs and deleteOption rules do.
 func (r *manifestResult) identifier() workv1.ResourceIdentifier {
 	return workv1.ResourceIdentifier{Group: r.meta.Group, Resource: r.meta.Resource, Namespace: r.meta.Namespace, Name: r.meta.Name}
+}
+
+// readOnly reports whether the manifest is only read, never written: its manifestConfig says ReadOnly or
+// its work is report-only. A Complete manifest is read only too, but remains the work's (applied before).
+func (r *manifestResult) readOnly() bool {
+	return r.reportOnly || optionsFor(r.config).Strategy == apply.ReadOnly
 }
 
 // exists reports whether the manifest's object is on the spoke after this reconcile.
@@ -166,6 +175,11 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m workload.Mani
 		// is only read, for its status.
 		opts.Strategy = apply.ReadOnly
 	}
+	if r.reportOnly = reportOnly(a.work); r.reportOnly {
+		// Whatever its updateStrategy says, nothing of a report-only work is written: its objects are
+		// read, and compared with their manifests, from that one read.
+		opts.Strategy, opts.ReportDiff = apply.ReadOnly, true
+	}
 	// An object the work orphans never carries its owner reference, so that neither the work's
 	// deletion nor the manifest's removal from the work takes the object with it.
 	owned := !orphaned(a.work.Spec.DeleteOption, r.identifier())
@@ -185,7 +199,8 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m workload.Mani
 	if c.heldByAnotherWork(a.work.Name, r, m.Object, opts) {
 		return
 	}
-	settledAs := settledKey{generation: a.work.Generation, resource: mapping.Resource, owner: a.owner.UID, completed: r.completed, forced: opts.AppliedHash}
+	settledAs := settledKey{generation: a.work.Generation, resource: mapping.Resource, owner: a.owner.UID, completed: r.completed,
+		forced: opts.AppliedHash, reportOnly: r.reportOnly}
 	if c.applySettled(a.work.Name, r, settledAs, ns) {
 		return
 	}

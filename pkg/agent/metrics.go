@@ -102,7 +102,11 @@ func countApply(r *manifestResult) {
 	}
 	strategy := strategyUnknown
 	if r.meta.Resource != "" { // the kind was mapped, so the strategy was chosen
-		strategy = strategyLabel(optionsFor(r.config).Strategy)
+		s := optionsFor(r.config).Strategy
+		if r.reportOnly {
+			s = apply.ReadOnly // what was done, whatever the manifest says
+		}
+		strategy = strategyLabel(s)
 	}
 	manifestApplies.WithLabelValues(strategy, applyOutcome(r)).Inc()
 	if d := r.result.Drift; d != nil && r.err == nil {

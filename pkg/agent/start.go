@@ -150,8 +150,10 @@ func (c *controller) handleEvents(works, amws cache.SharedIndexInformer) error {
 				c.freshWorks.caughtUp(w)
 			}
 			// Status writes (ours) change neither the generation, the labels (copied to the
-			// AppliedManifestWork) nor the deletion timestamp.
-			if ok1 && ok2 && (o.Generation != w.Generation || !maps.Equal(o.Labels, w.Labels) || (w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
+			// AppliedManifestWork), whether the work is report-only (an annotation) nor the deletion
+			// timestamp.
+			if ok1 && ok2 && (o.Generation != w.Generation || !maps.Equal(o.Labels, w.Labels) || reportOnly(o) != reportOnly(w) ||
+				(w.DeletionTimestamp != nil) != (o.DeletionTimestamp != nil)) {
 				c.enqueue(w.Name)
 			}
 		},

@@ -168,6 +168,7 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 		applied.ObservedGeneration = gen
 		meta.SetStatusCondition(&mc.Conditions, applied)
 		setManifestDrift(&mc.Conditions, r.result.Drift, gen, now)
+		setManifestDiff(&mc.Conditions, r, gen)
 		switch applied.Status {
 		case metav1.ConditionFalse:
 			failed = append(failed, describeManifest(r))
@@ -204,6 +205,7 @@ func buildStatus(work *workv1.ManifestWork, results []manifestResult) workv1.Man
 	}
 	setHealth(&status.Conditions, restrictBuiltInComplete(health.Aggregate(status.ResourceStatus.Manifests, gen), results))
 	setWorkDrift(&status.Conditions, status.ResourceStatus.Manifests, gen)
+	setWorkDiff(&status.Conditions, status.ResourceStatus.Manifests, gen, reportOnly(work))
 
 	workApplied := metav1.Condition{Type: workv1.WorkApplied, Status: metav1.ConditionTrue, Reason: ReasonWorkApplied,
 		Message: "Apply manifest work complete", ObservedGeneration: gen}
@@ -244,7 +246,7 @@ func appliedCondition(r *manifestResult) metav1.Condition {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, r.err.Error()
 	case r.completed:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonAppliedManifestComplete, "Apply manifest complete; the resource is Complete, so it is no longer applied"
-	case r.result.Operation == apply.Skipped && r.result.Object == nil && optionsFor(r.config).Strategy == apply.ReadOnly:
+	case r.result.Operation == apply.Skipped && r.result.Object == nil && r.readOnly():
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonAppliedManifestFailed, "ReadOnly: the object does not exist on the cluster"
 	case r.result.Operation == apply.Skipped && r.result.Object == nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonApplyOnceSkipped, r.result.Message

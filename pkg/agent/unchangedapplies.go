@@ -43,6 +43,8 @@ type settledKey struct {
 	owner      types.UID // the AppliedManifestWork the object is owned by
 	completed  bool      // only read, the manifest having completed
 	forced     string    // the hash ApplyOnceForce last applied
+	// only read and compared (a report-only work): an annotation, which the generation does not count
+	reportOnly bool
 }
 
 // settledApply is a manifest's last apply (as one that writes nothing), and what the agent made of the

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/ferry-mc/ferry/pkg/workload"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // StrategyType names an update strategy. The values are those of the ManifestWork API's
@@ -69,6 +70,10 @@ type Options struct {
 	// manifest's strategy by its manifestConfigs) passes the mapping it chose by, so that the strategy
 	// and the resource written can never disagree.
 	Mapping *meta.RESTMapping
+	// ReportDiff asks the ReadOnly strategy to say in Result.Diff what applying the manifest under
+	// Update would change on the object it read (see computeDiff): how a report-only delivery is told,
+	// without a request of its own. Other strategies ignore it.
+	ReportDiff bool
 }
 
 // DefaultFieldManager is the field manager Ferry writes under unless told otherwise; it is the name
@@ -91,6 +96,9 @@ type Result struct {
 	// Drift, set when an Updated operation put back what was changed on the cluster, says what and by
 	// whom (Update and ServerSideApply only).
 	Drift *Drift
+	// Diff, set by ReadOnly when Options.ReportDiff asks for it, is what applying the manifest would
+	// change on the cluster, in the terms of a WouldChange condition. Secret data is never in it.
+	Diff *workreport.Diff
 }
 
 // Applier applies objects to one cluster.

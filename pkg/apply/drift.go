@@ -48,7 +48,7 @@ func computeDrift(live, want *unstructured.Unstructured, fieldManager string) *D
 	}
 	rest := want.DeepCopy()
 	unstructured.RemoveNestedField(rest.Object, "metadata", "ownerReferences")
-	differences(live.Object, rest.Object, "", &paths)
+	differences(live.Object, rest.Object, "", func(path string, _, _ any) { paths = append(paths, path) })
 	if len(paths) == 0 {
 		return nil
 	}
@@ -63,39 +63,40 @@ func computeDrift(live, want *unstructured.Unstructured, fieldManager string) *D
 	return d
 }
 
-// differences appends to out the paths under path where have does not hold want, compared as contains
-// compares them: maps by key (a key want sets to null may be missing), lists element by element (a list
-// of another length differs as a whole), scalars by value.
-func differences(have, want any, path string, out *[]string) {
+// differences calls found with each path under path where have does not hold want, and the values
+// there (nil for a field have does not have), compared as contains compares them: maps by key (a key
+// want sets to null may be missing), lists element by element (a list of another length differs as a
+// whole), scalars by value.
+func differences(have, want any, path string, found func(path string, have, want any)) {
 	switch w := want.(type) {
 	case map[string]any:
 		h, ok := have.(map[string]any)
 		if !ok {
-			*out = append(*out, rootPath(path))
+			found(rootPath(path), have, want)
 			return
 		}
 		for k, wv := range w {
 			hv, ok := h[k]
 			if !ok {
 				if wv != nil {
-					*out = append(*out, fieldPath(path, k))
+					found(fieldPath(path, k), nil, wv)
 				}
 				continue
 			}
-			differences(hv, wv, fieldPath(path, k), out)
+			differences(hv, wv, fieldPath(path, k), found)
 		}
 	case []any:
 		h, ok := have.([]any)
 		if !ok || len(h) != len(w) {
-			*out = append(*out, rootPath(path))
+			found(rootPath(path), have, want)
 			return
 		}
 		for i := range w {
-			differences(h[i], w[i], fmt.Sprintf("%s[%d]", path, i), out)
+			differences(h[i], w[i], fmt.Sprintf("%s[%d]", path, i), found)
 		}
 	default:
 		if !contains(have, want) {
-			*out = append(*out, rootPath(path))
+			found(rootPath(path), have, want)
 		}
 	}
 }

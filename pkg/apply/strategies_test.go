@@ -1,6 +1,7 @@
 package apply_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ferry-mc/ferry/pkg/apply"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 var deployments = appsv1.SchemeGroupVersion.WithResource("deployments")
@@ -72,6 +74,35 @@ func TestReadOnlyNeverWrites(t *testing.T) {
 	}
 	if got := image(t, f); got != "nginx:spoke" {
 		t.Errorf("image = %s, want nginx:spoke untouched", got)
+	}
+}
+
+// ReadOnly asked for a report (report-only delivery) says, from its one read, what applying the manifest
+// would change, and writes nothing: a missing object would be created; one the manifest was applied to
+// matches it, the API server's defaults notwithstanding; a change made on the cluster shows with both
+// values.
+func TestReadOnlyReportsWhatApplyingWouldChange(t *testing.T) {
+	f := newFixture(t)
+	d := f.manifest(deployment)
+	report := apply.Options{Strategy: apply.ReadOnly, ReportDiff: true}
+	if res := f.noWrites(d, report); res.Diff == nil || !res.Diff.Create {
+		t.Errorf("missing object: diff %+v, want Create", res.Diff)
+	}
+	f.apply(d, apply.Options{})
+	if res := f.noWrites(d, report); res.Diff == nil || res.Diff.Changes() {
+		t.Errorf("object as applied: diff %+v, want no change", res.Diff)
+	}
+	setImage(f, "nginx:spoke")
+	res := f.noWrites(d, report)
+	want := []workreport.FieldChange{{Path: ".spec.template.spec.containers[0].image", Live: `"nginx:spoke"`, Want: `"nginx:1.25"`}}
+	if res.Diff == nil || !slices.Equal(res.Diff.Fields, want) || res.Diff.MoreFields != 0 {
+		t.Errorf("object changed on the cluster: diff %+v, want %+v", res.Diff, want)
+	}
+	if got := image(t, f); got != "nginx:spoke" {
+		t.Errorf("image = %s, want nginx:spoke untouched", got)
+	}
+	if res := f.noWrites(d, apply.Options{Strategy: apply.ReadOnly}); res.Diff != nil {
+		t.Errorf("ReadOnly not asked for a report made one: %+v", res.Diff)
 	}
 }
 
