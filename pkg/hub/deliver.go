@@ -188,8 +188,10 @@ type deliveryRound struct {
 // workKind is which works of an AppConfig a delivery round writes: those that deliver it, or its
 // previews (preview.go).
 type workKind struct {
-	// noun names the works in events: "ManifestWork <name>".
-	noun string
+	// noun names the works in events: "ManifestWork <name>"; reasonPrefix, when set, replaces the
+	// "ManifestWork" its events' reasons start with ("PreviewCreated"), so that nobody takes a
+	// preview's for a delivery.
+	noun, reasonPrefix string
 	// recent are this hub's writes of such works that its cache may not show yet.
 	recent *recentWorkWrites
 	// preview: each cluster is written the preview of its work (previewWork), not the work.
@@ -295,6 +297,9 @@ func (d *deliveryRound) finish() delivery {
 		action := workEventActions[reason]
 		names := d.changed[reason]
 		slices.Sort(names)
+		if d.kind.reasonPrefix != "" {
+			reason = d.kind.reasonPrefix + strings.TrimPrefix(reason, "ManifestWork")
+		}
 		d.r.Recorder.Eventf(d.app, nil, corev1.EventTypeNormal, reason, action,
 			"%sd %s on %s", strings.ToLower(action), d.kind.noun, someOf(names, maxEventNote/2))
 	}

@@ -52,7 +52,7 @@ func (r *AppConfigReconciler) previews(app *v1alpha2.ApplicationConfiguration) (
 
 // previewKind is what a delivery round writes for a report-only AppConfig: its previews.
 func (r *AppConfigReconciler) previewKind(app *v1alpha2.ApplicationConfiguration) workKind {
-	return workKind{noun: "preview ManifestWork " + PreviewWorkName(app), recent: &r.recentPreviews, preview: true}
+	return workKind{noun: "preview ManifestWork " + PreviewWorkName(app), reasonPrefix: "Preview", recent: &r.recentPreviews, preview: true}
 }
 
 // previewMeta is the metadata of the preview of a work whose metadata is want's: the preview's name, the

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -179,6 +181,21 @@ func TestReportOnlyAppConfigIsPreviewedAndNotDelivered(t *testing.T) {
 	if ok, err := unchanged(t.Context()); !ok {
 		t.Fatal(err)
 	}
+	// Events say previews, not deliveries, and report only is no warning: it was asked for.
+	f.eventually("Normal events PreviewCreated and ReportOnly on the AppConfig", func(ctx context.Context) (bool, error) {
+		events := &eventsv1.EventList{}
+		if err := f.hub.List(ctx, events, client.InNamespace(f.ns)); err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range events.Items {
+			if e.Regarding.Name == "shop" && e.Type == corev1.EventTypeNormal &&
+				(e.Reason == "PreviewCreated" && strings.Contains(e.Note, changed) && strings.Contains(e.Note, same) || e.Reason == v1alpha2.ReasonReportOnly) {
+				seen[e.Reason] = true
+			}
+		}
+		return len(seen) == 2, nil
+	})
 
 	imageDiff := workreport.Diff{Fields: []workreport.FieldChange{{Path: ".spec.template.spec.containers[0].image", Live: `"nginx:1"`, Want: `"nginx:2"`}}}
 	f.reportDiff(changed, "shop", map[string]workreport.Diff{"web": imageDiff})
