@@ -48,5 +48,6 @@ func newCommand() *cobra.Command {
 	}
 	status.AddCommand(newStatusAppConfigCommand(conn), newStatusWorkCommand(conn))
 	cmd.AddCommand(status, newClustersCommand(conn), newRolloutCommand(conn), newRenderCommand(conn), newTargetsCommand(conn))
+	cmd.AddCommand(newDiffCommand(conn))
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,8 +89,11 @@ type AppConfigReconciler struct {
 	clusters    ClusterLister
 	// What the last delivery passes found complete, to skip the passes a status report does not need.
 	upToDate upToDateDeliveries
-	// The works this hub wrote moments ago, which the cache may not show yet.
-	recentWrites recentWorkWrites
+	// The works and previews this hub wrote moments ago, which the cache may not show yet.
+	recentWrites, recentPreviews recentWorkWrites
+	// blockedPreviews are the works of a preview's name Ferry did not write, which it neither adopts
+	// nor overwrites, each with the AppConfig whose preview it blocks (a types.NamespacedName).
+	blockedPreviews sync.Map
 	// writtenStatuses are the AppConfig statuses this hub wrote that its cache may not show yet.
 	writtenStatuses writtenStatuses
 	// The summary of every work of the AppConfigs of this shard, taken as the works change.
@@ -106,7 +110,7 @@ func (r *AppConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("appconfigs").
 		For(&v1alpha2.ApplicationConfiguration{}, builder.WithPredicates(appConfigChanged)).
 		Watches(&v1alpha2.ApplicationConfiguration{}, statusWritten(cmp.Or(r.ReportBatch, DefaultReportBatch))).
-		Watches(&workv1.ManifestWork{}, batchedReports{appConfigsOf: appConfigsOfWork, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
+		Watches(&workv1.ManifestWork{}, batchedReports{appConfigsOf: r.appConfigsOfWork, reportBatch: cmp.Or(r.ReportBatch, DefaultReportBatch),
 			changed: r.upToDate.changed, observe: r.observeWork}).
 		Watches(&v1alpha2.Component{}, r.appConfigsOf(inItsNamespace)).
 		// Only a cluster's labels and its coming and going change a placement; its status does not.
@@ -143,6 +147,14 @@ func (r *AppConfigReconciler) setUpCache(mgr ctrl.Manager) error {
 			}
 			return nil, nil
 		},
+		previewIndex: func(o any) ([]string, error) {
+			if obj, ok := o.(client.Object); ok {
+				if app, ok := previewOfLabels(obj); ok {
+					return []string{app.String()}, nil
+				}
+			}
+			return nil, nil
+		},
 	})
 	if err != nil {
 		return err
@@ -162,10 +174,6 @@ func (r *AppConfigReconciler) setUpCache(mgr ctrl.Manager) error {
 	return nil
 }
 
-// appConfigsOfWork are the AppConfigs a ManifestWork's event concerns: the one its labels name, and the
-// one its name is of. A work of an AppConfig's name that Ferry did not write for it blocks the
-// AppConfig's delivery to that cluster, and the index does not see it: its name finds the AppConfig,
-// so that deleting or relabelling it brings the AppConfig back at once.
 // observeWork takes in every ManifestWork created (old nil), updated or deleted (updated nil), before
 // its AppConfigs are enqueued: the summaries count its report, and a deleted work is no longer one of
 // the hub's recent writes the cache has yet to show.
@@ -175,10 +183,19 @@ func (r *AppConfigReconciler) observeWork(old, updated client.Object) {
 		if app, ok := appConfigOfLabels(old); ok {
 			r.recentWrites.deleted(app, client.ObjectKeyFromObject(old), old.GetUID())
 		}
+		if app, ok := previewOfLabels(old); ok {
+			r.recentPreviews.deleted(app, client.ObjectKeyFromObject(old), old.GetUID())
+		}
 	}
 }
 
-func appConfigsOfWork(_ context.Context, o client.Object) []reconcile.Request {
+// appConfigsOfWork are the AppConfigs a ManifestWork's event concerns: the one its labels name (as the
+// AppConfig it delivers, or the one it previews), and the one its name is of. A work of an AppConfig's
+// name that Ferry did not write for it blocks the AppConfig's delivery to that cluster, and the index
+// does not see it: its name finds the AppConfig, so that deleting or relabelling it brings the
+// AppConfig back at once. A preview's name cannot be read back (it ends in a hash): a work of that
+// name in a preview's way is found among blockedPreviews.
+func (r *AppConfigReconciler) appConfigsOfWork(_ context.Context, o client.Object) []reconcile.Request {
 	var out []reconcile.Request
 	labelled, ok := appConfigOfLabels(o)
 	if ok {
@@ -186,6 +203,11 @@ func appConfigsOfWork(_ context.Context, o client.Object) []reconcile.Request {
 	}
 	if named, ok := appConfigOfWorkName(o.GetName()); ok && named != labelled {
 		out = append(out, reconcile.Request{NamespacedName: named})
+	}
+	if previewed, ok := previewOfLabels(o); ok {
+		out = append(out, reconcile.Request{NamespacedName: previewed})
+	} else if blocked, ok := r.blockedPreviews.Load(client.ObjectKeyFromObject(o)); ok {
+		out = append(out, reconcile.Request{NamespacedName: blocked.(types.NamespacedName)})
 	}
 	return out
 }
@@ -275,7 +297,7 @@ func (r *AppConfigReconciler) works(app *v1alpha2.ApplicationConfiguration) ([]*
 	return works, nil
 }
 
-// finalize deletes the AppConfig's ManifestWorks and lets it go once they are gone.
+// finalize deletes the AppConfig's ManifestWorks and previews and lets it go once they are gone.
 func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.ApplicationConfiguration) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(app, AppConfigFinalizer) {
 		return ctrl.Result{}, nil
@@ -284,6 +306,11 @@ func (r *AppConfigReconciler) finalize(ctx context.Context, app *v1alpha2.Applic
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	previews, err := r.previews(app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	works = append(slices.Clip(works), previews...)
 	for _, mw := range works {
 		if mw.DeletionTimestamp == nil {
 			if err := r.deleteWork(ctx, mw); err != nil {
@@ -371,7 +398,7 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 		// One event per change of state, not per reconcile: an AppConfig that stays broken costs
 		// no writes.
 		typ := corev1.EventTypeNormal
-		if ready.Status != metav1.ConditionTrue {
+		if ready.Status != metav1.ConditionTrue && ready.Reason != v1alpha2.ReasonReportOnly { // report only is asked for
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(app, nil, typ, ready.Reason, "Render", "%s", eventNote(ready.Message))
@@ -401,6 +428,17 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 			}
 			status.Workloads = append(status.Workloads, ws)
 		}
+	}
+	switch {
+	case !v1alpha2.ReportOnly(app.Annotations):
+		status.Diff = nil
+		meta.RemoveStatusCondition(&status.Conditions, v1alpha2.ConditionPreviewed)
+	case p.diff != nil: // else the pass ended before it previewed (a render error): the last preview's stay
+		previewed := *p.previewed
+		previewed.ObservedGeneration = app.Generation
+		previewed.Message = capConditionMessage(previewed.Message)
+		status.Diff = p.diff
+		meta.SetStatusCondition(&status.Conditions, previewed)
 	}
 	key := client.ObjectKeyFromObject(app)
 	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(key, v1alpha2.CurrentObjects(status.Workloads), gone)

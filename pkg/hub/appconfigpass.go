@@ -44,6 +44,10 @@ type appConfigPass struct {
 	rolloutStatus *v1alpha2.RolloutStatus
 	// gone are the works the pass deleted, not counted in the status.
 	gone map[types.NamespacedName]bool
+	// diff and previewed are status.diff and the Previewed condition of a report-only pass; nil when it
+	// did not preview.
+	diff      *v1alpha2.DiffStatus
+	previewed *metav1.Condition
 
 	// ready is the Ready condition the pass ends with; nil: the status is not written (an error to
 	// retry, a race to look at again, or nothing looked at).
@@ -62,7 +66,7 @@ type appConfigStep func(ctx context.Context, p *appConfigPass) (done bool, err e
 // steps are a pass's steps, in order.
 func (r *AppConfigReconciler) steps() []appConfigStep {
 	return []appConfigStep{
-		r.read, r.addFinalizer, r.render, r.recordRevision, r.place, r.decideRollout, r.deliverWorks, r.deliveredReady,
+		r.read, r.addFinalizer, r.render, r.recordRevision, r.place, r.reportOnly, r.decideRollout, r.deliverWorks, r.deliveredReady,
 	}
 }
 

@@ -27,7 +27,10 @@ import (
 //     its type, status, generation and transition time, the messages a listed cluster shows (Applied
 //     when not True, Progressing or Degraded when True), a manifest's Drifted condition with its
 //     message (present only once its object drifted: a fleet that never drifts keeps nothing more),
-//     the manifests' identities and their feedback.
+//     the manifests' identities and their feedback;
+//   - of a preview (a work annotated workreport.AnnotationReportDiff, which exists only while its
+//     AppConfig is report only), its WouldChange conditions whole, the work's and its manifests': their
+//     reason and message are the report status.diff and kubectl ferry read.
 //
 // A work the hub writes is decoded from the API server's answer, not from the cache, so what it writes
 // is whole.
@@ -43,15 +46,33 @@ func slimWork(obj any) (any, error) {
 	if c := workreport.Complete(mw.Status.Conditions); c != nil {
 		complete = &metav1.Condition{Type: c.Type, Status: c.Status, LastTransitionTime: c.LastTransitionTime}
 	}
-	mw.Status.Conditions = slimConditions(mw.Status.Conditions, workreport.WorkConditionTypes, nil)
+	previews := mw.Annotations[workreport.AnnotationReportDiff] == "true"
+	wouldChange := keptWhole(previews, mw.Status.Conditions)
+	mw.Status.Conditions = append(slimConditions(mw.Status.Conditions, workreport.WorkConditionTypes, nil), wouldChange...)
 	if complete != nil {
 		mw.Status.Conditions = append(mw.Status.Conditions, *complete)
 	}
 	for i := range mw.Status.ResourceStatus.Manifests {
 		m := &mw.Status.ResourceStatus.Manifests[i]
-		m.Conditions = slimConditions(m.Conditions, workreport.ManifestConditionTypesRead, workreport.MessageRead)
+		wouldChange := keptWhole(previews, m.Conditions)
+		m.Conditions = append(slimConditions(m.Conditions, workreport.ManifestConditionTypesRead, workreport.MessageRead), wouldChange...)
 	}
 	return mw, nil
+}
+
+// keptWhole are the WouldChange conditions of a preview's conds, copied before slimConditions drops
+// them; none of any other work.
+func keptWhole(preview bool, conds []metav1.Condition) []metav1.Condition {
+	if !preview {
+		return nil
+	}
+	var out []metav1.Condition
+	for _, c := range conds {
+		if c.Type == workreport.ConditionWouldChange {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // slimConditions keeps the conditions of the types read, each without its reason and (unless

@@ -81,3 +81,37 @@ func TestSlimWorkKeepsWhatTheStatusShows(t *testing.T) {
 		}
 	}
 }
+
+// The cache keeps a preview's WouldChange conditions whole — what status.diff reads of it is what the
+// whole work says — and nothing of them for a work that is not a preview.
+func TestSlimWorkKeepsThePreviewsDiff(t *testing.T) {
+	diff := workreport.Diff{Fields: []workreport.FieldChange{{Path: ".spec.replicas", Live: "1", Want: "3"}}}
+	for _, preview := range []bool{true, false} {
+		mw := reportedWork("c1", v1alpha2.Healthy, 0)
+		if preview {
+			mw.Annotations = map[string]string{workreport.AnnotationReportDiff: "true"}
+		}
+		c := workreport.DiffCondition(diff)
+		c.ObservedGeneration = mw.Generation
+		mw.Status.ResourceStatus.Manifests[0].Conditions = append(mw.Status.ResourceStatus.Manifests[0].Conditions, c)
+		w := workreport.WorkDiffCondition(1, 1)
+		w.ObservedGeneration = mw.Generation
+		mw.Status.Conditions = append(mw.Status.Conditions, w)
+		slimmed, err := slimWork(mw.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		slim := slimmed.(*workv1.ManifestWork)
+		clusters := []string{"c1"}
+		got := previewedDiff(7, clusters, map[string]*workv1.ManifestWork{"c1": slim})
+		if !preview {
+			if got.Reported != 0 {
+				t.Errorf("a work that is no preview keeps its WouldChange conditions: %+v", slim.Status)
+			}
+			continue
+		}
+		if want := previewedDiff(7, clusters, map[string]*workv1.ManifestWork{"c1": mw}); !reflect.DeepEqual(got, want) || got.Objects != 1 {
+			t.Errorf("status.diff from the slimmed preview %+v, from the whole %+v", got, want)
+		}
+	}
+}

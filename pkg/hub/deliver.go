@@ -24,6 +24,7 @@ import (
 
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/render"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // delivery is what deliver could not do. A failed or not-owned cluster is shown to the user; a raced
@@ -66,8 +67,12 @@ func (e *WorkNotOwnedError) Error() string {
 		"rename or delete that ManifestWork and the AppConfig is delivered to %s", e.Namespace, e.Name, whose, e.Namespace)
 }
 
-// ownedBy reports whether Ferry wrote mw for app: its labels name app.
+// ownedBy reports whether Ferry wrote mw for app: its labels name app, as the AppConfig it delivers or,
+// for app's preview (by its name), as the AppConfig it previews.
 func ownedBy(mw *workv1.ManifestWork, app *v1alpha2.ApplicationConfiguration) bool {
+	if mw.Name == PreviewWorkName(app) {
+		return mw.Labels[LabelPreviewOfNamespace] == app.Namespace && mw.Labels[LabelPreviewOfName] == app.Name
+	}
 	return mw.Labels[LabelAppConfigNamespace] == app.Namespace && mw.Labels[LabelAppConfigName] == app.Name
 }
 
@@ -106,18 +111,9 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	if err != nil {
 		return delivery{}, nil, err
 	}
-	byCluster := make(map[string]*workv1.ManifestWork, len(works))
-	for _, mw := range works {
-		byCluster[mw.Namespace] = mw
-	}
-	r.recentWrites.forgetOld(key, func(work types.NamespacedName) metav1.Object {
-		if mw := byCluster[work.Namespace]; mw != nil && mw.Name == work.Name {
-			return mw
-		}
-		return nil
-	}, now)
-	round := &deliveryRound{r: r, app: app, key: key, changed: map[string][]string{}, gone: map[types.NamespacedName]bool{}}
-	round.writers.SetLimit(writeConcurrency)
+	byCluster := worksByCluster(works)
+	r.recentWrites.forgetOld(key, cachedIn(byCluster), now)
+	round := r.newDeliveryRound(app, r.deliveredWorks(app))
 	wanted := make(map[string]bool, len(clusters))
 	for _, cluster := range clusters {
 		wanted[cluster] = true
@@ -156,12 +152,32 @@ func (r *AppConfigReconciler) deliver(ctx context.Context, app *v1alpha2.Applica
 	return out, round.gone, nil
 }
 
+// worksByCluster are works (one per cluster) by their cluster.
+func worksByCluster(works []*workv1.ManifestWork) map[string]*workv1.ManifestWork {
+	byCluster := make(map[string]*workv1.ManifestWork, len(works))
+	for _, mw := range works {
+		byCluster[mw.Namespace] = mw
+	}
+	return byCluster
+}
+
+// cachedIn looks a work up among works by cluster, as recentWorkWrites.forgetOld does.
+func cachedIn(byCluster map[string]*workv1.ManifestWork) func(work types.NamespacedName) metav1.Object {
+	return func(work types.NamespacedName) metav1.Object {
+		if mw := byCluster[work.Namespace]; mw != nil && mw.Name == work.Name {
+			return mw
+		}
+		return nil
+	}
+}
+
 // deliveryRound is the writes of one delivery pass, several at once: each writer reports what became of
 // its cluster's work, and the round ends with one event per kind of change naming the clusters.
 type deliveryRound struct {
 	r       *AppConfigReconciler
 	app     *v1alpha2.ApplicationConfiguration
 	key     types.NamespacedName
+	kind    workKind
 	writers errgroup.Group
 	mu      sync.Mutex // guards what the writers fill: out, changed and gone
 	out     delivery
@@ -169,8 +185,34 @@ type deliveryRound struct {
 	gone    map[types.NamespacedName]bool
 }
 
-// write gives cluster's work cw's (a copy: the client decodes its answer into what it writes), built of
-// a revision that rendered the components rendered; have is the work the cache shows.
+// workKind is which works of an AppConfig a delivery round writes: those that deliver it, or its
+// previews (preview.go).
+type workKind struct {
+	// noun names the works in events: "ManifestWork <name>"; reasonPrefix, when set, replaces the
+	// "ManifestWork" its events' reasons start with ("PreviewCreated"), so that nobody takes a
+	// preview's for a delivery.
+	noun, reasonPrefix string
+	// recent are this hub's writes of such works that its cache may not show yet.
+	recent *recentWorkWrites
+	// preview: each cluster is written the preview of its work (previewWork), not the work.
+	preview bool
+}
+
+// deliveredWorks are the works that deliver app.
+func (r *AppConfigReconciler) deliveredWorks(app *v1alpha2.ApplicationConfiguration) workKind {
+	return workKind{noun: "ManifestWork " + ManifestWorkName(app), recent: &r.recentWrites}
+}
+
+// newDeliveryRound starts a round of writes of app's works of kind.
+func (r *AppConfigReconciler) newDeliveryRound(app *v1alpha2.ApplicationConfiguration, kind workKind) *deliveryRound {
+	round := &deliveryRound{r: r, app: app, key: client.ObjectKeyFromObject(app), kind: kind, changed: map[string][]string{}, gone: map[types.NamespacedName]bool{}}
+	round.writers.SetLimit(writeConcurrency)
+	return round
+}
+
+// write gives cluster's work cw's (a copy: the client decodes its answer into what it writes), or its
+// preview in a round of previews, built of a revision that rendered the components rendered (none for a
+// preview: it shows the revision's own objects); have is the work the cache shows.
 func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWork, rendered []render.Component, have *workv1.ManifestWork) {
 	r, app := d.r, d.app
 	want, err := cw.build()
@@ -181,6 +223,15 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 		return
 	}
 	mw := want.DeepCopy()
+	if d.kind.preview {
+		mw, err = previewWork(want)
+		if err != nil {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: preview: %v", cluster, err))
+			return
+		}
+	}
 	mw.Namespace = cluster
 	if have != nil && slices.ContainsFunc(rendered, func(rc render.Component) bool { return rc.RevisionEnabled }) {
 		// The earlier revisions' workloads on this cluster are in the stored work's manifests, which
@@ -195,7 +246,7 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 	}
 	if reason != "" {
 		// From the answer, not the pass's start: under load a write waits its turn for seconds.
-		r.recentWrites.record(d.key, client.ObjectKeyFromObject(mw), have, writtenAs(mw), mw, time.Now())
+		d.kind.recent.record(d.key, client.ObjectKeyFromObject(mw), have, writtenAs(mw), mw, time.Now())
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -203,6 +254,9 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 	switch {
 	case errors.As(err, &notOwned):
 		d.out.notOwned = append(d.out.notOwned, fmt.Sprintf("cluster %s: %v", cluster, err))
+		if d.kind.preview {
+			r.blockedPreviews.Store(client.ObjectKeyFromObject(mw), d.key)
+		}
 	case errors.Is(err, errWriteRaced):
 		log.FromContext(ctx).V(1).Info("ManifestWork write raced another writer, retrying soon", "cluster", cluster, "error", err.Error())
 		d.out.raced = true
@@ -210,6 +264,9 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 		d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: %s", cluster, writeFailure(mw, err)))
 	case reason != "":
 		d.changed[reason] = append(d.changed[reason], cluster)
+		if d.kind.preview {
+			r.blockedPreviews.Delete(client.ObjectKeyFromObject(mw))
+		}
 	}
 }
 
@@ -217,12 +274,12 @@ func (d *deliveryRound) write(ctx context.Context, cluster string, cw clusterWor
 func (d *deliveryRound) remove(ctx context.Context, cluster string, mw *workv1.ManifestWork, why string) {
 	err := d.r.deleteWork(ctx, mw)
 	if err == nil {
-		d.r.recentWrites.forget(d.key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
+		d.kind.recent.forget(d.key, client.ObjectKeyFromObject(mw)) // so that a cluster back at once gets it
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s of a cluster that left the placement: %v", cluster, mw.Namespace, mw.Name, err))
+		d.out.failed = append(d.out.failed, fmt.Sprintf("cluster %s: delete ManifestWork %s/%s%s: %v", cluster, mw.Namespace, mw.Name, why, err))
 		return
 	}
 	d.changed["ManifestWorkDeleted"] = append(d.changed["ManifestWorkDeleted"], cluster+why)
@@ -240,8 +297,11 @@ func (d *deliveryRound) finish() delivery {
 		action := workEventActions[reason]
 		names := d.changed[reason]
 		slices.Sort(names)
+		if d.kind.reasonPrefix != "" {
+			reason = d.kind.reasonPrefix + strings.TrimPrefix(reason, "ManifestWork")
+		}
 		d.r.Recorder.Eventf(d.app, nil, corev1.EventTypeNormal, reason, action,
-			"%sd ManifestWork %s on %s", strings.ToLower(action), ManifestWorkName(d.app), someOf(names, maxEventNote/2))
+			"%sd %s on %s", strings.ToLower(action), d.kind.noun, someOf(names, maxEventNote/2))
 	}
 	return d.out
 }
@@ -382,6 +442,9 @@ func workPatch(have, want *workv1.ManifestWork, now time.Time) ([]byte, error) {
 	if rev := want.Annotations[AnnotationRevisionHash]; rev != "" || have.Annotations[AnnotationRevisionHash] != "" {
 		annotations[AnnotationRevisionHash] = v1alpha2.WorkRevision(want.Annotations)
 	}
+	if reportDiff := want.Annotations[workreport.AnnotationReportDiff]; reportDiff != "" {
+		annotations[workreport.AnnotationReportDiff] = reportDiff // a preview stays one
+	}
 	if v1alpha2.WorkRevision(have.Annotations) != v1alpha2.WorkRevision(want.Annotations) {
 		// A new revision, not the same one rendered again for a cluster whose facts changed.
 		annotations[AnnotationRevisionSince] = now.UTC().Format(time.RFC3339)
@@ -411,7 +474,8 @@ func escapeJSONPointer(key string) string {
 // when only the overrides changed, and a rollout reads which revision it is at.
 func upToDate(have, want *workv1.ManifestWork) bool {
 	if have.Annotations[AnnotationSpecHash] != want.Annotations[AnnotationSpecHash] ||
-		v1alpha2.WorkRevision(have.Annotations) != v1alpha2.WorkRevision(want.Annotations) {
+		v1alpha2.WorkRevision(have.Annotations) != v1alpha2.WorkRevision(want.Annotations) ||
+		have.Annotations[workreport.AnnotationReportDiff] != want.Annotations[workreport.AnnotationReportDiff] {
 		return false
 	}
 	for k, v := range want.Labels {

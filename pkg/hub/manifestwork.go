@@ -26,6 +26,18 @@ const (
 	LabelAppConfigName      = v1alpha2.LabelAppConfigName
 )
 
+// Labels on a preview ManifestWork naming the AppConfig it previews (see v1alpha2.AnnotationReportOnly).
+const (
+	LabelPreviewOfNamespace = v1alpha2.LabelPreviewOfNamespace
+	LabelPreviewOfName      = v1alpha2.LabelPreviewOfName
+)
+
+// PreviewWorkName is the name of the preview ManifestWork of a report-only AppConfig on a cluster: never
+// that of a work ManifestWorkName names.
+func PreviewWorkName(app *v1alpha2.ApplicationConfiguration) string {
+	return v1alpha2.PreviewWorkName(app.Namespace, app.Name)
+}
+
 // ManifestWorkName is the name of the ManifestWork delivering an AppConfig to a cluster: AppConfigs of
 // different hub namespaces may share a name, so the namespace is part of it.
 func ManifestWorkName(app *v1alpha2.ApplicationConfiguration) string {

@@ -365,6 +365,12 @@ type ApplicationConfigurationStatus struct {
 	// Absent while nothing drifted: a steady fleet's status carries nothing of it.
 	// +optional
 	Drift *DriftStatus `json:"drift,omitempty"`
+
+	// Diff is what applying the spec would change on the clusters, while the AppConfig is delivered
+	// report only (annotation ferry.io/report-only): the agents' reports on the previews, counted, and
+	// the first few objects named. Absent when the AppConfig is delivered.
+	// +optional
+	Diff *DiffStatus `json:"diff,omitempty"`
 }
 
 // PlacementStatus is where an AppConfig's placement reached, bounded like the rest of the status.
@@ -614,6 +620,93 @@ const (
 	MaxDriftFieldsListed = 5
 	// MaxDriftManagersListed is how many field managers a drifted object names.
 	MaxDriftManagersListed = 3
+)
+
+// DiffStatus is what the agents report of the previews of a report-only AppConfig: for each cluster of
+// its placement, what applying the spec would change against the live objects. It is the same size for
+// one cluster or ten thousand; each preview ManifestWork has all of its cluster's report
+// (`kubectl ferry diff appconfig` shows them).
+type DiffStatus struct {
+	// Generation is the AppConfig's metadata.generation the previews carry.
+	Generation int64 `json:"generation"`
+	// Clusters counts the clusters previewed: those of the placement.
+	Clusters int32 `json:"clusters"`
+	// Reported counts the clusters whose agent reported on the preview as it is now.
+	Reported int32 `json:"reported"`
+	// Pending are the clusters whose agent has not reported on their preview as it is now, the first
+	// MaxClustersListed by name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	Pending []string `json:"pending,omitempty"`
+	// Changing counts the reported clusters where applying the spec would change at least one object.
+	Changing int32 `json:"changing"`
+	// Objects counts the objects that would change, over the reported clusters.
+	Objects int32 `json:"objects"`
+	// Changes are objects that would change, the first MaxDiffObjectsListed by cluster name and then in
+	// the order of the work's manifests.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Changes []ObjectDiff `json:"changes,omitempty"`
+}
+
+// ObjectDiff is what applying the spec would change of one object on its cluster.
+type ObjectDiff struct {
+	// Cluster is the ManagedCluster the object is on.
+	Cluster string `json:"cluster"`
+	// Kind is the object's kind, as its manifest names it.
+	Kind string `json:"kind"`
+	// Namespace is the object's namespace on the cluster; empty for a cluster-scoped object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// Create: the object does not exist on the cluster, and would be created.
+	// +optional
+	Create bool `json:"create,omitempty"`
+	// Fields are fields that would change, at most MaxDiffFieldsListed, by path.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	Fields []FieldDiff `json:"fields,omitempty"`
+	// MoreFields counts the fields that would change beyond Fields.
+	// +optional
+	MoreFields int32 `json:"moreFields,omitempty"`
+}
+
+// FieldDiff is one field that would change: its value on the cluster and in the spec, each as JSON
+// ("null" for a field the object lacks), a long value cut and a Secret's data hidden.
+type FieldDiff struct {
+	// Path is the field (".spec.replicas", ".metadata.labels[app]").
+	Path string `json:"path"`
+	// Live is its value on the cluster.
+	Live string `json:"live"`
+	// Want is its value in the spec.
+	Want string `json:"want"`
+}
+
+const (
+	// MaxDiffObjectsListed is how many objects that would change an AppConfig's status names.
+	MaxDiffObjectsListed = 10
+	// MaxDiffFieldsListed is how many fields that would change an object names, as many as its agent
+	// reports.
+	MaxDiffFieldsListed = 5
+)
+
+// The condition of a report-only AppConfig's status, and its reasons.
+const (
+	// ConditionPreviewed is True once the agent of every cluster of the placement reported on the
+	// cluster's preview as it is now; its message counts what would change where. Absent when the
+	// AppConfig is delivered.
+	ConditionPreviewed = "Previewed"
+	// ReasonWouldChange: applying the spec would change objects on some clusters.
+	ReasonWouldChange = "WouldChange"
+	// ReasonNoChange: applying the spec would change nothing on any cluster.
+	ReasonNoChange = "NoChange"
+	// ReasonWaitingForReports: some clusters have not reported on their preview yet.
+	ReasonWaitingForReports = "WaitingForReports"
+	// ReasonReportOnly is the Ready condition's reason (False) while the AppConfig is report only:
+	// nothing of its spec is delivered.
+	ReasonReportOnly = "ReportOnly"
 )
 
 // ApplicationConfiguration is an OAM application: Component instances with parameter values and traits,

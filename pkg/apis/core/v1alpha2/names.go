@@ -1,5 +1,11 @@
 package v1alpha2
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
 // What ferry-hub writes on the ManifestWorks it delivers an AppConfig with, and the condition an
 // AppConfig's status opens with: what people's tools (kubectl ferry) read, without the hub's code.
 const (
@@ -54,4 +60,41 @@ func WorkRevision(annotations map[string]string) string {
 // cluster: AppConfigs of different namespaces may share a name, so the namespace is part of it.
 func ManifestWorkName(namespace, name string) string {
 	return namespace + "." + name
+}
+
+// Report-only delivery: an AppConfig annotated AnnotationReportOnly is delivered to no cluster; ferry-hub
+// writes each of its clusters a preview instead, a ManifestWork that applies nothing and on which the
+// cluster's agent reports what applying the AppConfig would change there (workreport.AnnotationReportDiff).
+const (
+	// AnnotationReportOnly, "true" on an AppConfig, has ferry-hub render it as always and deliver
+	// nothing: its ManifestWorks are neither created, updated nor deleted (its clusters keep what they
+	// run, a rollout does not move), and each cluster of its placement gets a preview work instead.
+	// Removing it deletes the previews and delivers the spec.
+	AnnotationReportOnly = "ferry.io/report-only"
+	// LabelPreviewOfNamespace and LabelPreviewOfName, on a preview ManifestWork, name the AppConfig it
+	// previews. They are not LabelAppConfigNamespace and LabelAppConfigName: whoever reads an
+	// AppConfig's works by those (ferry-hub's summaries and rollout, kubectl ferry status, a person's
+	// kubectl get -l) reads what is delivered, which a preview is not.
+	LabelPreviewOfNamespace = "ferry.io/preview-of-namespace"
+	LabelPreviewOfName      = "ferry.io/preview-of-name"
+)
+
+// ReportOnly reports whether annotations ask for an AppConfig to be delivered report only.
+func ReportOnly(annotations map[string]string) bool {
+	return annotations[AnnotationReportOnly] == "true"
+}
+
+// maxObjectName is the longest name of a ManifestWork (a DNS subdomain).
+const maxObjectName = 253
+
+// PreviewWorkName is the name of the preview ManifestWork of the AppConfig name of namespace on a
+// cluster: "preview-<namespace>-<name, its dots as dashes>-<hash of namespace/name>". It has no dot, and
+// every name ManifestWorkName makes has one (a namespace has none, so the first dot of those ends it):
+// a preview's name is never that of a work that delivers. The hash tells apart AppConfigs whose names
+// differ in a dot or a dash, or are cut to fit.
+func PreviewWorkName(namespace, name string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	hash := hex.EncodeToString(sum[:5])
+	readable := "preview-" + namespace + "-" + strings.ReplaceAll(name, ".", "-")
+	return readable[:min(len(readable), maxObjectName-len(hash)-1)] + "-" + hash
 }
