@@ -130,6 +130,9 @@ var grants = map[string][][]string{
 		{"create", "leases.coordination.k8s.io", "-n", "$NS"},
 		{"update", "leases.coordination.k8s.io", "-n", "$NS"},
 		{"delete", "appliedmanifestworks.work.open-cluster-management.io"},
+		// The Events it records on the objects it acts on, wherever they are (--spoke-events).
+		{"create", "events", "-n", "default"},
+		{"patch", "events", "-n", "kube-system"},
 		// What works carry: anything, cluster-scoped included.
 		{"create", "customresourcedefinitions.apiextensions.k8s.io"},
 		{"escalate", "clusterroles.rbac.authorization.k8s.io"},

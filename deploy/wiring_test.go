@@ -64,6 +64,9 @@ func TestDeploymentsAreWired(t *testing.T) {
 				checkMetricsService(t, d, c, ofKind[corev1.Service](t, objs, "Service"))
 				checkServiceAccount(t, d, objs)
 				checkLeaderElectionRole(t, d, objs)
+				if d.Name == "ferry-agent" {
+					checkEventsRole(t, objs)
+				}
 			}
 		})
 	}
@@ -389,6 +392,26 @@ func checkLeaderElectionRole(t *testing.T, d *appsv1.Deployment, objs []*unstruc
 		}
 	}
 	t.Errorf("no Role bound in %s lets %s get, create and update its leader-election Lease", d.Namespace, d.Name)
+}
+
+// checkEventsRole: ferry-agent records Events on the objects it acts on, in any namespace, by a
+// ClusterRole of its own that grants exactly that (create and patch core Events), so that they stay when
+// its wildcard ClusterRole shrinks.
+func checkEventsRole(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	roles := ofKind[rbacv1.ClusterRole](t, objs, "ClusterRole")
+	for _, b := range ofKind[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding") {
+		i := slices.IndexFunc(roles, func(r *rbacv1.ClusterRole) bool { return r.Name == b.RoleRef.Name })
+		if i < 0 || len(roles[i].Rules) != 1 {
+			continue
+		}
+		rule := roles[i].Rules[0]
+		if slices.Equal(rule.APIGroups, []string{""}) && slices.Equal(rule.Resources, []string{"events"}) &&
+			len(rule.ResourceNames) == 0 && len(rule.Verbs) == 2 && hasAll(rule.Verbs, "create", "patch") {
+			return
+		}
+	}
+	t.Error("no ClusterRole of ferry-agent grants exactly create and patch of core Events everywhere")
 }
 
 // flagValue returns the value of --name in args ("" for a bare boolean flag) and whether it is there.

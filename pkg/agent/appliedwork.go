@@ -294,9 +294,12 @@ func (c *controller) syncAppliedWork(ctx context.Context, work *workv1.ManifestW
 			}
 			continue
 		}
-		gone, err := c.removeResource(ctx, client, amw, a, orphaned(work.Spec.DeleteOption, a.ResourceIdentifier))
+		gone, left, err := c.removeResource(ctx, client, amw, a, orphaned(work.Spec.DeleteOption, a.ResourceIdentifier), manifestLeftWork(work))
 		if err != nil {
 			c.log.Error(err, "remove a resource the work no longer holds", "work", work.Name, "resource", key)
+		}
+		if left != nil {
+			c.events.orphaned(left, manifestLeftWork(work))
 		}
 		if !gone {
 			applied = append(applied, a)

@@ -218,7 +218,7 @@ func (c *controller) applyOne(ctx context.Context, a *workApply, m workload.Mani
 	}
 	if r.err == nil && !owned && r.exists() && opts.Strategy != apply.ReadOnly {
 		// Applied while the work owned it, orphaned since: let go of it now.
-		r.err = c.disown(ctx, r.result, a.owner.UID)
+		r.err = c.disown(ctx, a.work, r.result, a.owner.UID)
 	}
 	if retriable(r.err) {
 		a.retry()

@@ -46,6 +46,7 @@ type controller struct {
 	executors *executors
 	feedback  *feedback.Evaluator
 	watches   *objectWatches // nil: no event-driven status
+	events    *spokeEvents   // nil: no Events on the spoke's objects
 	crds      *crdTracker    // the spoke's CRDs: authoritative mappings, and works waiting for a kind
 
 	// the results of our own writes, until the informers have them
@@ -253,6 +254,7 @@ func (c *controller) prepare(ctx context.Context, p *reconcileState) (bool, erro
 // applyManifests applies every manifest of the work and watches what they became.
 func (c *controller) applyManifests(ctx context.Context, p *reconcileState) (bool, error) {
 	p.results, p.next = c.applyAll(ctx, p.work, p.amw)
+	c.events.recordApplyEvents(p.work, p.results)
 	if c.watches != nil {
 		c.watches.track(p.work.Name, p.results)
 	}

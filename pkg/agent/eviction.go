@@ -201,7 +201,7 @@ func (c *controller) changedSinceExamined(examined *workv1.AppliedManifestWork) 
 // propagation — and then its finalizer. Objects still being deleted are waited for at the next round.
 func (c *controller) finishEviction(ctx context.Context, amw *workv1.AppliedManifestWork) error {
 	// (The work is gone, and with it its executor: what it alone applied goes with the agent's rights.)
-	done, err := c.removeAppliedWork(ctx, c.dynamic, amw, func(workv1.AppliedManifestResourceMeta) bool { return false })
+	done, err := c.removeAppliedWork(ctx, c.dynamic, amw, evicted(amw), func(workv1.AppliedManifestResourceMeta) bool { return false })
 	if err != nil {
 		return fmt.Errorf("evict AppliedManifestWork %s: %w", amw.Name, err)
 	}

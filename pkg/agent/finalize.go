@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -38,7 +39,7 @@ func (c *controller) finalize(ctx context.Context, work *workv1.ManifestWork) (n
 		if err != nil {
 			return nextStep{}, err
 		}
-		done, err := c.removeAppliedWork(ctx, client, amw, func(a workv1.AppliedManifestResourceMeta) bool {
+		done, err := c.removeAppliedWork(ctx, client, amw, workDeleted(work), func(a workv1.AppliedManifestResourceMeta) bool {
 			return orphaned(work.Spec.DeleteOption, a.ResourceIdentifier)
 		})
 		if err != nil {
@@ -78,18 +79,26 @@ func (c *controller) markDeleting(ctx context.Context, work *workv1.ManifestWork
 // only lose its owner reference), and once they are gone the AppliedManifestWork itself. done reports
 // that nothing is left to wait for. It runs only where no worker applies with amw meanwhile: for a work
 // being deleted (which cannot come back before its finalizer goes), or for an AppliedManifestWork
-// eviction has claimed by deleting it (see eviction.go).
-func (c *controller) removeAppliedWork(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
+// eviction has claimed by deleting it (see eviction.go). why is what the objects' Events say.
+func (c *controller) removeAppliedWork(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, why removal, orphan func(workv1.AppliedManifestResourceMeta) bool) (done bool, err error) {
 	allGone := true
+	var left []*unstructured.Unstructured
 	for _, a := range amw.Status.AppliedResources {
-		gone, err := c.removeResource(ctx, client, amw, a, orphan(a))
+		gone, kept, err := c.removeResource(ctx, client, amw, a, orphan(a), why)
 		if err != nil {
 			return false, fmt.Errorf("remove %s: %w", appliedKey(a), err)
 		}
 		allGone = allGone && gone
+		if kept != nil {
+			left = append(left, kept)
+		}
 	}
 	if !allGone {
 		return false, nil
+	}
+	// Only now, once: every pass until then finds the orphaned objects again.
+	for _, obj := range left {
+		c.events.orphaned(obj, why)
 	}
 	if slices.Contains(amw.Finalizers, workv1.AppliedManifestWorkFinalizer) {
 		rest := slices.DeleteFunc(slices.Clone(amw.Finalizers), func(f string) bool { return f == workv1.AppliedManifestWorkFinalizer })
@@ -141,8 +150,10 @@ func (c *controller) removalClient(work *workv1.ManifestWork) (dynamic.Interface
 
 // removeResource deletes an object the work applied — only if it is still the object the work applied
 // (same UID), carries this work's owner reference, and no other work owns it too; otherwise, and when
-// orphan is set, it only drops this work's owner reference. gone reports that nothing is left to wait for.
-func (c *controller) removeResource(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool) (bool, error) {
+// orphan is set, it only drops this work's owner reference. gone reports that nothing is left to wait
+// for; left is the object when orphan leaves it on the cluster (for the caller to record its Event once).
+// A deletion records its Event, saying why.
+func (c *controller) removeResource(ctx context.Context, client dynamic.Interface, amw *workv1.AppliedManifestWork, a workv1.AppliedManifestResourceMeta, orphan bool, why removal) (gone bool, left *unstructured.Unstructured, err error) {
 	gvr := schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource}
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if a.Namespace != "" {
@@ -150,13 +161,13 @@ func (c *controller) removeResource(ctx context.Context, client dynamic.Interfac
 	}
 	obj, err := ri.Get(ctx, a.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return true, nil
+		return true, nil, nil
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if a.UID != "" && string(obj.GetUID()) != a.UID {
-		return true, nil // deleted and re-created by someone else since: not ours
+		return true, nil, nil // deleted and re-created by someone else since: not ours
 	}
 	ours, shared := -1, false
 	for i, ref := range obj.GetOwnerReferences() {
@@ -167,32 +178,37 @@ func (c *controller) removeResource(ctx context.Context, client dynamic.Interfac
 			shared = true
 		}
 	}
+	if orphan {
+		left = obj
+	}
 	if ours < 0 {
-		// Not owned by this work: an object that existed before a CreateOnly manifest named it, or one
-		// whose owner reference someone removed. It is not ours to delete.
-		return true, nil
+		// Not owned by this work: an object that existed before a CreateOnly manifest named it, one
+		// whose owner reference someone removed, or one the work orphaned from the start. It is not
+		// ours to delete.
+		return true, left, nil
 	}
 	if orphan || shared {
 		if _, err := ri.Patch(ctx, a.Name, types.JSONPatchType, dropOwnerPatch(ours, amw.UID), metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("drop owner reference: %w", err)
+			return false, nil, fmt.Errorf("drop owner reference: %w", err)
 		}
-		return true, nil
+		return true, left, nil
 	}
 	if obj.GetDeletionTimestamp() != nil {
-		return false, nil // going; wait for it
+		return false, nil, nil // going; wait for it
 	}
 	uid := obj.GetUID()
 	foreground := metav1.DeletePropagationForeground
 	err = ri.Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &foreground})
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return true, nil, nil
 	case apierrors.IsConflict(err):
-		return true, nil // the UID precondition failed: it is another object now
+		return true, nil, nil // the UID precondition failed: it is another object now
 	case err != nil:
-		return false, fmt.Errorf("delete: %w", err)
+		return false, nil, fmt.Errorf("delete: %w", err)
 	}
-	return false, nil
+	c.events.deleted(obj, why)
+	return false, nil, nil
 }
 
 // dropOwnerPatch is a JSON patch removing the owner reference at index i, provided it is still owner's.
@@ -204,10 +220,10 @@ func dropOwnerPatch(i int, owner types.UID) []byte {
 	return patch
 }
 
-// disown removes the owner reference of the AppliedManifestWork owner from an object the work applied
+// disown removes the owner reference of the AppliedManifestWork owner from an object work applied
 // while it owned it and orphans now (its deleteOption changed), so that removing the manifest or
 // deleting the work leaves the object in place.
-func (c *controller) disown(ctx context.Context, res apply.Result, owner types.UID) error {
+func (c *controller) disown(ctx context.Context, work *workv1.ManifestWork, res apply.Result, owner types.UID) error {
 	i := slices.IndexFunc(res.Object.GetOwnerReferences(), func(ref metav1.OwnerReference) bool { return ref.UID == owner })
 	if i < 0 {
 		return nil
@@ -219,5 +235,6 @@ func (c *controller) disown(ctx context.Context, res apply.Result, owner types.U
 	if _, err := ri.Patch(ctx, res.Object.GetName(), types.JSONPatchType, dropOwnerPatch(i, owner), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("drop the owner reference of the orphaned object: %w", err)
 	}
+	c.events.disowned(res.Object, work)
 	return nil
 }

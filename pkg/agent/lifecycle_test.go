@@ -87,16 +87,22 @@ func TestOrphanDeleteLeavesObjectsWithoutThisWorksOwner(t *testing.T) {
 	}
 }
 
-func TestSelectivelyOrphanDeleteKeepsExactlyTheListedObjects(t *testing.T) {
-	f := startAgent(t)
-	w := f.work("selective", namespaceManifest, configMapA, configMapB)
-	w.Spec.DeleteOption = &workv1.DeleteOption{
+// orphaningConfigMapAAndItsNamespace is a deleteOption that orphans ConfigMap a and the test's
+// namespace, and deletes the rest.
+func (f *agentFixture) orphaningConfigMapAAndItsNamespace() *workv1.DeleteOption {
+	return &workv1.DeleteOption{
 		PropagationPolicy: workv1.DeletePropagationPolicyTypeSelectivelyOrphan,
 		SelectivelyOrphan: &workv1.SelectivelyOrphan{OrphaningRules: []workv1.OrphaningRule{
 			{Resource: "configmaps", Namespace: f.cluster, Name: "a"},
 			{Resource: "namespaces", Name: f.cluster},
 		}},
 	}
+}
+
+func TestSelectivelyOrphanDeleteKeepsExactlyTheListedObjects(t *testing.T) {
+	f := startAgent(t)
+	w := f.work("selective", namespaceManifest, configMapA, configMapB)
+	w.Spec.DeleteOption = f.orphaningConfigMapAAndItsNamespace()
 	f.create(w)
 	f.waitWork(w.Name, "applied", allApplied)
 	f.deleteWork(w.Name)

@@ -46,6 +46,9 @@ type Config struct {
 	ExecutorMode ExecutorMode
 	// DefaultExecutor is the executor of works that name none; nil: they apply with the agent's rights.
 	DefaultExecutor *workv1.ManifestWorkSubjectServiceAccount
+	// SpokeEvents records Events on the spoke objects the agent acts on (events.go): drift put back,
+	// apply failed, executor denied, deleted, evicted, orphaned. Off: no Event, and no broadcaster.
+	SpokeEvents bool
 }
 
 // Start runs the agent until ctx is done.
@@ -91,6 +94,10 @@ func Start(ctx context.Context, cfg Config) error {
 		settled:    newUnchangedApplyCache(),
 		resync:     cfg.StatusSyncInterval,
 		log:        cfg.Log,
+	}
+	if cfg.SpokeEvents {
+		c.events = newSpokeEvents(cl.SpokeKube, cfg.Log)
+		defer c.events.shutdown() // after the workers and eviction, which record them, have stopped
 	}
 	c.watches = newObjectWatches(ctx, cl.SpokeMetadata, c.enqueue)
 	applier.WithExistenceHint(c.watches.exists)

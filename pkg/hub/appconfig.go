@@ -442,6 +442,11 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 	}
 	key := client.ObjectKeyFromObject(app)
 	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(key, v1alpha2.CurrentObjects(status.Workloads), gone)
+	for _, o := range newlyDrifted(app.Status.Drift, status.Drift) {
+		// One event per drift report, not per reconcile: a drift the status shows already adds none.
+		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonDrifted, "Revert", "%s",
+			cutMessage(driftNote(o), maxEventNote, "… (cut; the AppConfig's status.drift has all of it)"))
+	}
 	return r.writeStatus(ctx, app, status)
 }
 

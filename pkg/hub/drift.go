@@ -2,6 +2,7 @@ package hub
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"time"
 
@@ -97,4 +98,42 @@ func driftStatus(clusters, objects int, latest []v1alpha2.DriftedObject) *v1alph
 		return nil
 	}
 	return &v1alpha2.DriftStatus{Clusters: int32(clusters), Objects: int32(objects), Latest: latest}
+}
+
+// ReasonDrifted is the reason of the Warning event on an AppConfig that an agent reported one of its
+// objects changed on a cluster and put back.
+const ReasonDrifted = "Drifted"
+
+// newlyDrifted are the objects of drift's latest reported again since was: not listed there, or listed
+// with another count or time. An object that stays as it was is no news, so that reconciling an
+// unchanged drift adds no event.
+func newlyDrifted(was, drift *v1alpha2.DriftStatus) []v1alpha2.DriftedObject {
+	if drift == nil {
+		return nil
+	}
+	var out []v1alpha2.DriftedObject
+	for _, o := range drift.Latest {
+		if was == nil || !slices.ContainsFunc(was.Latest, func(w v1alpha2.DriftedObject) bool {
+			return w.Cluster == o.Cluster && w.Kind == o.Kind && w.Namespace == o.Namespace && w.Name == o.Name &&
+				w.Count == o.Count && w.Time.Equal(&o.Time)
+		}) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// driftNote is the note of the Drifted event about o: where, what, who and how often.
+func driftNote(o v1alpha2.DriftedObject) string {
+	object := o.Kind + " " + o.Name
+	if o.Namespace != "" {
+		object = o.Kind + " " + o.Namespace + "/" + o.Name
+	}
+	by, fields := workreport.ChangedBy(o.Managers, o.Fields, int(o.MoreFields))
+	times := "time"
+	if o.Count != 1 {
+		times = "times"
+	}
+	return fmt.Sprintf("%s on cluster %s was changed by %s (%s) and put back by its agent; %d %s so far",
+		object, o.Cluster, by, fields, o.Count, times)
 }

@@ -61,3 +61,38 @@ func TestDriftOfTheObjectsRenderedNow(t *testing.T) {
 		t.Errorf("drift of a work that never drifted: %+v, want none", drift)
 	}
 }
+
+// An AppConfig's Drifted event is for a drift report the status did not show: an object newly listed,
+// or listed again with another count or time; not one listed as it was, nor one no longer listed.
+func TestNewlyDriftedAreTheReportsTheStatusDidNotShow(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 28, 23, 50, 53, 0, time.UTC))
+	object := func(cluster, name string, count int32, when metav1.Time) v1alpha2.DriftedObject {
+		return v1alpha2.DriftedObject{Cluster: cluster, Kind: "ConfigMap", Namespace: "shop", Name: name,
+			Managers: []string{"kubectl-edit"}, Fields: []string{".data.k"}, Count: count, Time: when}
+	}
+	status := func(objects ...v1alpha2.DriftedObject) *v1alpha2.DriftStatus {
+		return &v1alpha2.DriftStatus{Clusters: 1, Objects: int32(len(objects)), Latest: objects}
+	}
+	later := metav1.NewTime(at.Add(time.Minute))
+	for _, c := range []struct {
+		name      string
+		was, now  *v1alpha2.DriftStatus
+		announced []v1alpha2.DriftedObject
+	}{
+		{"no drift", nil, nil, nil},
+		{"a first report", nil, status(object("c1", "a", 1, at)), []v1alpha2.DriftedObject{object("c1", "a", 1, at)}},
+		{"the same report", status(object("c1", "a", 1, at)), status(object("c1", "a", 1, at)), nil},
+		{"the count grew", status(object("c1", "a", 1, at)), status(object("c1", "a", 2, later)), []v1alpha2.DriftedObject{object("c1", "a", 2, later)}},
+		{"changed at another time", status(object("c1", "a", 1, at)), status(object("c1", "a", 1, later)), []v1alpha2.DriftedObject{object("c1", "a", 1, later)}},
+		{"the same object on another cluster", status(object("c1", "a", 1, at)), status(object("c2", "a", 1, at), object("c1", "a", 1, at)),
+			[]v1alpha2.DriftedObject{object("c2", "a", 1, at)}},
+		{"drift gone", status(object("c1", "a", 1, at)), nil, nil},
+	} {
+		if got := newlyDrifted(c.was, c.now); !reflect.DeepEqual(got, c.announced) {
+			t.Errorf("%s: newly drifted %+v, want %+v", c.name, got, c.announced)
+		}
+	}
+	if note := driftNote(object("c1", "a", 2, at)); note != "ConfigMap shop/a on cluster c1 was changed by kubectl-edit (.data.k) and put back by its agent; 2 times so far" {
+		t.Errorf("note %q", note)
+	}
+}

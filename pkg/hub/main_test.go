@@ -308,6 +308,8 @@ type fixture struct {
 	// stopHub stops the hub controllers startHub started, as a hub process that exits.
 	stopHub   func()
 	hubWrites *atomic.Int64 // requests of the hub controllers other than reads
+	// hubEvents are the events the hub controllers recorded, as they recorded them.
+	hubEvents *recordedEvents
 }
 
 // countWrites counts every request sent through cfg that is not a read.
@@ -384,7 +386,8 @@ func (f *fixture) startHub(o hub.Options) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := hub.SetupWithManager(mgr, o); err != nil {
+	f.hubEvents = &recordedEvents{}
+	if err := hub.SetupWithManager(recordingManager{Manager: mgr, recorded: f.hubEvents}, o); err != nil {
 		f.t.Fatal(err)
 	}
 	hub.ManifestWorkChecksCounted.RLock()

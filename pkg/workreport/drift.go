@@ -39,17 +39,25 @@ type Drift struct {
 	Time time.Time
 }
 
+// ChangedBy says who changed an object, and which fields, as every report of drift says it: by
+// "kubectl-edit, hpa-controller" ("an unknown manager" when managers is empty), fields ".spec.replicas,
+// .data.k and 2 more".
+func ChangedBy(managers, fields []string, moreFields int) (by, changed string) {
+	by = UnknownManager
+	if len(managers) > 0 {
+		by = strings.Join(managers, ", ")
+	}
+	changed = strings.Join(fields, ", ")
+	if moreFields > 0 {
+		changed += fmt.Sprintf(" and %d more", moreFields)
+	}
+	return by, changed
+}
+
 // DriftMessage is the message of a manifest's Drifted condition for d: one line a person reads, which
 // ReadDrift reads back.
 func DriftMessage(d Drift) string {
-	by := UnknownManager
-	if len(d.Managers) > 0 {
-		by = strings.Join(d.Managers, ", ")
-	}
-	fields := strings.Join(d.Fields, ", ")
-	if d.MoreFields > 0 {
-		fields += fmt.Sprintf(" and %d more", d.MoreFields)
-	}
+	by, fields := ChangedBy(d.Managers, d.Fields, d.MoreFields)
 	times := "time"
 	if d.Count != 1 {
 		times = "times"

@@ -64,6 +64,9 @@ const (
 	// Ferry's: how a work's spec.executor is enforced.
 	flagExecutorMode    = "executor-mode"
 	flagDefaultExecutor = "default-executor"
+
+	// Ferry's: Events on the managed cluster's objects.
+	flagSpokeEvents = "spoke-events"
 )
 
 // The workload sources ferry-agent reads ManifestWorks from (--workload-source-driver): the hub's API
@@ -201,6 +204,8 @@ type Options struct {
 	// DefaultExecutor, namespace/name of a ServiceAccount on the managed cluster, is the executor of
 	// works that name none; empty: they apply with the agent's rights.
 	DefaultExecutor string
+	// SpokeEvents records Events on the managed cluster's objects the agent acts on (agent.Config).
+	SpokeEvents bool
 
 	// clusterNameFile is the file SpokeClusterName was read from, when it was; errors name it.
 	clusterNameFile string
@@ -258,6 +263,7 @@ func NewOptions() *Options {
 		LeaderElectionRenewDeadline:            DefaultLeaderElectionRenewDeadline,
 		LeaderElectionRetryPeriod:              DefaultLeaderElectionRetryPeriod,
 		ExecutorMode:                           string(agent.ExecutorCheck),
+		SpokeEvents:                            true,
 	}
 }
 
@@ -330,6 +336,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How a ManifestWork's spec.executor is held to the ServiceAccount's permissions: check (as OCM's agent: SubjectAccessReviews before each manifest, applied with the agent's rights) or impersonate (applied, pruned and deleted as the ServiceAccount: the API server enforces RBAC and admission).")
 	fs.StringVar(&o.DefaultExecutor, flagDefaultExecutor, o.DefaultExecutor,
 		"namespace/name of a ServiceAccount on the managed cluster that works naming no executor are held to, as if they named it. Default: none (they apply with the agent's rights).")
+	fs.BoolVar(&o.SpokeEvents, flagSpokeEvents, o.SpokeEvents,
+		"Record Events on the managed cluster's objects the agent acts on, where kubectl describe shows them: "+agent.EventDriftReverted+" (changed on the cluster, put back: by which field manager, which fields), "+
+			agent.EventApplyFailed+", "+agent.EventExecutorDenied+", "+agent.EventDeleted+", "+agent.EventEvicted+" and "+agent.EventOrphaned+". Only when the agent acts or a failure is new, never at a resync that changes nothing; false records none.")
 	fs.StringSliceVar(&o.CloudEventsClientCodecs, flagCloudEventsClientCodec, o.CloudEventsClientCodecs,
 		"Accepted as OCM's work agent accepts it (manifest, manifestbundle); ManifestWorks travel with the manifestbundles codec whatever it says, as with OCM's agent.")
 	fs.IntVar(&o.HealthPort, flagHealthPort, o.HealthPort,

@@ -37,6 +37,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 		LeaderElectionRenewDeadline:            10 * time.Second,
 		LeaderElectionRetryPeriod:              2 * time.Second,
 		ExecutorMode:                           "check",
+		SpokeEvents:                            true,
 	}
 	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("NewOptions() = %+v\nwant          %+v", *o, want)
@@ -52,7 +53,7 @@ func TestNewOptionsDefaults(t *testing.T) {
 		"workload-source-driver": "kube", "workload-source-config": "", "max-json-raw-length": "1024",
 		"appliedmanifestwork-eviction-grace-period": "1h0m0s", "terminate-on-files": "[]", "disable-leader-election": "false",
 		"leader-election-namespace": "", "leader-election-lease-duration": "15s", "leader-election-renew-deadline": "10s",
-		"leader-election-retry-period": "2s",
+		"leader-election-retry-period": "2s", "spoke-events": "true",
 	} {
 		f := fs.Lookup(name)
 		if f == nil {
@@ -108,6 +109,7 @@ func TestAddFlagsParsesEveryFlag(t *testing.T) {
 		"-v=4",
 		"--vmodule=controller=5",
 		"--log-flush-frequency=3s",
+		"--spoke-events=false",
 	})
 	if err != nil {
 		t.Fatal(err)

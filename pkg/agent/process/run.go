@@ -191,6 +191,7 @@ func startAgent(ctx context.Context, o *Options, clients agent.Clients, ready fu
 		Feedback:            feedback.Options{JSONRaw: o.FeatureGates[FeatureRawFeedbackJSONString], MaxJSONRawLength: int(o.MaxJSONRawLength)},
 		ExecutorMode:        agent.ExecutorMode(o.ExecutorMode),
 		DefaultExecutor:     defaultExecutor,
+		SpokeEvents:         o.SpokeEvents,
 		Log:                 klog.FromContext(ctx),
 		Ready:               ready,
 	})
