@@ -3,11 +3,13 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/ferry-mc/ferry/internal/testing/benchgoal"
 	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/agent/process"
+	"github.com/ferry-mc/ferry/pkg/workreport"
 )
 
 // BenchmarkAgent200WorksOf5ConfigMaps measures the agent end to end on a real hub and spoke: 200
@@ -472,14 +475,32 @@ func observedConfigMap(b *testing.B, f *agentFixture, name, value string) *corev
 // BenchmarkDriftRevert measures how soon the agent puts back an edit made on the spoke: a ConfigMap the
 // work applies (Update) is changed under kubectl's manager name for edits, as `kubectl edit` does, and
 // the clock stops when the spoke's watch shows it back as the work has it. Reports the median and the
-// 90th percentile of the edits (-benchtime=20x: the issue's 20 edits). The agent's resync is an hour:
-// the watch of what it applied is what brings the edit.
+// 90th percentile of the edits (-benchtime=20x: the issue's 20 edits), how soon the agent sent its write
+// (apart from the API server's watch), and its spoke requests per edit. The agent's resync is an hour:
+// the watch of what it applied is what brings the edit. Each edit waits for the report of the one
+// before on the hub (its Drifted count), as edits a person makes are seconds apart: an edit made while
+// the agent writes the report of the previous one waits for that write, a hub status patch, before its
+// own apply.
 func BenchmarkDriftRevert(b *testing.B) {
-	f := startAgent(b, withResync(time.Hour))
+	// When the agent sent its write of the ConfigMap: how soon it answered the edit, apart from how
+	// soon the spoke's API server told the watch.
+	var putBack atomic.Int64
+	f := startAgent(b, withResync(time.Hour), func(c *agentSetup) {
+		c.SpokeEvents = true // as ferry-agent ships: the revert records an Event too
+		c.Spoke.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if r.Method != http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps/a") {
+					putBack.Store(time.Now().UnixNano())
+				}
+				return rt.RoundTrip(r)
+			})
+		})
+	})
 	w := f.create(f.work("revert-"+f.cluster, namespaceManifest, configMapA))
 	f.waitWork(w.Name, "applied", allApplied)
-	var took []time.Duration
-	for b.Loop() {
+	var took, answered []time.Duration
+	reads0, writes0 := f.spokeReads.Load(), f.spokeWrites.Load()
+	for edits := 1; b.Loop(); edits++ {
 		cm, err := f.kube.CoreV1().ConfigMaps(f.cluster).Get(b.Context(), "a", metav1.GetOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -503,13 +524,23 @@ func BenchmarkDriftRevert(b *testing.B) {
 			}
 		}
 		took = append(took, time.Since(start))
+		answered = append(answered, time.Unix(0, putBack.Load()).Sub(start))
 		watch.Stop()
 		cancel()
 		if !back {
 			b.Fatal("the edit was not put back within a minute")
 		}
+		f.waitWork(w.Name, fmt.Sprintf("edit %d reported", edits), func(w *workv1.ManifestWork) bool {
+			c := manifestCondition(w, 1, workreport.ConditionDrifted)
+			d, ok := workreport.ReadDrift(c)
+			return ok && c.ObservedGeneration == w.Generation && d.Count == edits
+		})
 	}
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(took[(len(took)*9)/10].Microseconds())/1000, "ms-p90")
+	slices.Sort(answered)
+	b.ReportMetric(float64(answered[len(answered)/2].Microseconds())/1000, "ms-agent-write-p50")
+	b.ReportMetric(float64(f.spokeReads.Load()-reads0)/float64(len(took)), "spoke-reads/edit")
+	b.ReportMetric(float64(f.spokeWrites.Load()-writes0)/float64(len(took)), "spoke-writes/edit")
 }
