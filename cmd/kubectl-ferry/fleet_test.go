@@ -116,6 +116,13 @@ func TestKubectlFerryFleetViews(t *testing.T) {
 		})
 	}
 
+	t.Run("--app is a label selector the API server applies", func(t *testing.T) {
+		want := "ferry.io/appconfig-name=web,ferry.io/appconfig-namespace=team-a"
+		if !slices.ContainsFunc(lists(), func(q url.Values) bool { return q.Get("labelSelector") == want }) {
+			t.Errorf("no list of ManifestWorks asked for labelSelector %q: %v", want, lists())
+		}
+	})
+
 	t.Run("get works -o json: the data model", func(t *testing.T) {
 		var out syncBuffer
 		if err := kubectlFerry(ctx, kubeconfig, &out, "get", "works", "--drifted", "-o", "json"); err != nil {
