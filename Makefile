@@ -99,7 +99,7 @@ fuzz: ## fuzz manifest decoding and the apply engine's input checks for FUZZTIME
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./pkg/workload/
 
 .PHONY: bench
-bench: control-plane ocm-peers ## run the benchmarks: the apply engine, feedback, the rollout decision at 10,000 clusters, the agent end to end on a real hub + spoke (busy, idle, its memory as shipped, how soon it puts back an edit), the agent over kube, gRPC and MQTT beside OCM's (7 minutes), the hub with two spokes
+bench: control-plane ocm-peers ## run the benchmarks: the apply engine, feedback, the rollout decision at 10,000 clusters, the agent end to end on a real hub + spoke (busy, idle, its memory as shipped, how soon it puts back an edit), the agent over kube, gRPC and MQTT beside OCM's (7 minutes), the hub with two spokes, kubectl ferry get works over 10,000 ManifestWorks
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/apply/ ./pkg/agent/feedback/ ./pkg/rollout/
 	$(GO) test -run '^$$' -bench 'Agent200|AgentIdle|PlainClient' -benchtime=1x ./pkg/agent/
 	$(GO) test -run '^$$' -bench 'ShippedAgentMemory' -benchtime=1x ./test/e2e/
@@ -107,6 +107,7 @@ bench: control-plane ocm-peers ## run the benchmarks: the apply engine, feedback
 	$(GO) test -run '^$$' -bench 'CreateToApplied|SpokeChangeToHub' -benchtime=100x ./pkg/agent/
 	$(GO) test -run '^$$' -bench 'DriftRevert' -benchtime=20x ./pkg/agent/
 	$(GO) test -run '^$$' -bench 'Hub100' -benchtime=1x ./pkg/hub/
+	$(GO) test -run '^$$' -bench 'GetWorks10000' -benchtime=1x ./cmd/kubectl-ferry/
 
 # The fleet benchmark: FLEET_CLUSTERS simulated clusters × FLEET_APPCONFIGS AppConfigs, agents' status
 # writes at FLEET_STATUS_RATE a second, then (FLEET_ROLLOUT=true) a progressive rollout failed in its

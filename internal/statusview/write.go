@@ -15,7 +15,8 @@ const (
 	FormatYAML  = "yaml"
 )
 
-// View is what Write prints: a Work, an AppConfig, Clusters, a Rollout or a RolloutHistory.
+// View is what Write prints: a Work, an AppConfig, Clusters, a Rollout, a RolloutHistory, FleetWorks or
+// FleetDrift.
 type View interface {
 	writeTable(w io.Writer) error
 }
