@@ -18,6 +18,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-mc/ferry/internal/statusview"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/render"
 	"github.com/ferry-mc/ferry/pkg/workreport"
@@ -169,5 +170,25 @@ func TestDriftPutBackByTheAgentIsShownOnTheAppConfig(t *testing.T) {
 	if o := d.Latest[0]; o.Cluster != "cluster1" || o.Kind != "ConfigMap" || o.Name != "settings" || o.Count != 1 ||
 		!reflect.DeepEqual(o.Managers, []string{"kubectl-edit"}) || !reflect.DeepEqual(o.Fields, []string{".data.image"}) {
 		t.Errorf("drifted object %s, want cluster1's ConfigMap settings changed once by kubectl-edit in .data.image", asJSON(o))
+	}
+
+	// The fleet views read the same reports: `kubectl ferry get works --drifted` keeps cluster1's work
+	// alone, and `kubectl ferry drift` names its ConfigMap, kubectl-edit and the field.
+	works, err := f.works(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := map[string]int32{}
+	var objects []statusview.FleetDriftedObject
+	for i := range works {
+		drifted[works[i].Namespace] = statusview.ForFleetWork(&works[i]).Drifted
+		objects = append(objects, statusview.DriftedObjectsOf(&works[i])...)
+	}
+	if !reflect.DeepEqual(drifted, map[string]int32{"cluster1": 1, "cluster2": 0}) {
+		t.Errorf("drifted objects per cluster as get works counts them: %v, want cluster1's 1 and none on cluster2", drifted)
+	}
+	if len(objects) != 1 || objects[0].Cluster != "cluster1" || objects[0].Name != "settings" ||
+		!reflect.DeepEqual(objects[0].Managers, []string{"kubectl-edit"}) || !reflect.DeepEqual(objects[0].Fields, []string{".data.image"}) {
+		t.Errorf("kubectl ferry drift would list %s, want cluster1's ConfigMap settings changed by kubectl-edit in .data.image", asJSON(objects))
 	}
 }
