@@ -119,7 +119,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 
 	// OCM's work agent as the klusterlet runs it; as a process here, it reaches the spoke through
 	// --kubeconfig and elects its leader in the klusterlet's namespace, which a pod would know.
-	addrs, err := deployrunner.FreeLoopbackAddresses(2)
+	ocmListen, err := deployrunner.FreeLoopbackAddresses(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 		"--status-sync-interval=1s",
 		"--kubeconfig="+spoke.Kubeconfig,
 		"--namespace="+klusterletNamespace,
-		"--listen="+addrs[0])
+		"--listen="+ocmListen[0])
 	ocm.Env = []string{"POD_NAME=klusterlet-work-agent-ocm"}
 	ocmProc := runUntilTestEnds(t, ocm, "OCM's work agent", filepath.Join(logs, "ocm-work-agent.log"))
 
@@ -216,10 +216,13 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 	if err := os.Symlink(filepath.Join(ferryBin, "ferry-agent"), workLink); err != nil {
 		t.Fatal(err)
 	}
-	metrics, err := deployrunner.FreeLoopbackAddresses(1)
+	// Its ports are found free now, not when OCM's agent started a minute ago: in between, any process
+	// here may have taken one.
+	addrs, err := deployrunner.FreeLoopbackAddresses(2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	listen, metrics := addrs[0], addrs[1]
 	ferry := exec.Command(workLink, "agent",
 		"--spoke-cluster-name="+swapCluster,
 		"--workload-source-driver=kube",
@@ -228,11 +231,11 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 		"--terminate-on-files="+hubKubeconfig,
 		"--status-sync-interval=60s",
 		"--spoke-kubeconfig="+spoke.Kubeconfig,
-		"--listen="+addrs[1],
-		"--metrics-bind-address="+metrics[0])
+		"--listen="+listen,
+		"--metrics-bind-address="+metrics)
 	ferry.Env = []string{"POD_NAME=klusterlet-work-agent-ferry"}
 	ferryProc := runUntilTestEnds(t, ferry, "ferry-agent as /work agent", filepath.Join(logs, "ferry-agent.log"))
-	waitHTTPSReady(t, ferryProc, addrs[1], "/healthz")
+	waitHTTPSReady(t, ferryProc, listen, "/healthz")
 	eventually(t, "ferry-agent stands by for the Lease OCM's agent holds", time.Minute, func(ctx context.Context) (bool, error) {
 		return strings.Contains(ferryProc.LogTail(20), "waiting to lead"), nil
 	})
@@ -243,7 +246,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 	if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); strings.HasPrefix(holder, "klusterlet-work-agent-ferry") {
 		t.Fatalf("ferry-agent holds the Lease %s while OCM's agent runs", holder)
 	}
-	if n, err := manifestOutcomes(ctx, metrics[0]); err != nil || len(n) != 0 {
+	if n, err := manifestOutcomes(ctx, metrics); err != nil || len(n) != 0 {
 		t.Fatalf("ferry-agent standing by: applies %v (%v); want its metrics served and no manifest applied", n, err)
 	}
 	// The rollout stops the old pod: OCM's agent releases its Lease on SIGTERM.
@@ -261,7 +264,7 @@ func TestKlusterletSwapKeepsWhatOCMsWorkAgentApplied(t *testing.T) {
 		if _, err := untilRunning(ferryProc)(ctx); err != nil {
 			return false, err
 		}
-		outcomes, _ = manifestOutcomes(ctx, metrics[0])
+		outcomes, _ = manifestOutcomes(ctx, metrics)
 		total := 0.0
 		for _, n := range outcomes {
 			total += n
