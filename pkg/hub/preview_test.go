@@ -19,6 +19,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-mc/ferry/internal/testing/localcluster"
 	"github.com/ferry-mc/ferry/pkg/apis/core/v1alpha2"
 	"github.com/ferry-mc/ferry/pkg/hub"
 	"github.com/ferry-mc/ferry/pkg/render"
@@ -309,4 +310,37 @@ func TestReportOnlyAppConfigLeavesAForeignWorkOfItsPreviewName(t *testing.T) {
 	if works, err := f.works(t.Context(), "shop"); err != nil || len(works) != 0 {
 		t.Errorf("works of a report-only AppConfig: %d (%v), want none", len(works), err)
 	}
+}
+
+// A report-only AppConfig is previewed where it may be delivered and nowhere else: a cluster of no
+// ManagedClusterSet bound to its namespace gets no preview, though its placement names every cluster
+// (an agent reads with its rights what a preview names, and reports what it finds).
+func TestReportOnlyAppConfigIsPreviewedOnlyOnBoundClusters(t *testing.T) {
+	f := setup(t)
+	f.unbind(localcluster.GlobalClusterSet)
+	f.startHub(hubOptions(render.ApplyOnceOff))
+	key, labelled := "ferry.io/test-"+f.ns, "labelled-"+f.ns
+	f.labelCluster("cluster1", key, "a")
+	f.clusterSet(labelled, &metav1.LabelSelector{MatchLabels: map[string]string{key: "a"}})
+	f.bind(labelled)
+	f.mustCreate(f.hub, f.webComponent("web", "nginx:1"))
+	app := f.appConfig("peek", &v1alpha2.Placement{ClusterSelector: &metav1.LabelSelector{}}, v1alpha2.ApplicationConfigurationComponent{ComponentName: "web"})
+	metav1.SetMetaDataAnnotation(&app.ObjectMeta, v1alpha2.AnnotationReportOnly, "true")
+	f.createApp(app)
+	name := v1alpha2.PreviewWorkName(f.ns, "peek")
+	previewed := func(ctx context.Context, cluster string) (bool, error) {
+		err := f.hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: name}, &workv1.ManifestWork{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	f.eventually("a preview on cluster1", func(ctx context.Context) (bool, error) { return previewed(ctx, "cluster1") })
+	f.waitApp("peek", "cluster2 refused", func(app *v1alpha2.ApplicationConfiguration) bool {
+		return placedAs(app, []string{"cluster1"}, []string{"cluster2"}, v1alpha2.ReasonClustersNotBound)
+	})
+	f.consistently("no preview on cluster2", time.Second, func(ctx context.Context) (bool, error) {
+		on, err := previewed(ctx, "cluster2")
+		return !on, err
+	})
 }
