@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -189,5 +190,42 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 	}
 	if n := pass(); n != 0 {
 		t.Errorf("the next pass with nothing changed wrote the status %d times, want 0", n)
+	}
+
+	// Clusters listed after another are sent as copies of their neighbour, renamed, and the API server
+	// applies those copies to the stored status exactly.
+	degraded := func(name string) v1alpha2.ClusterStatus {
+		return v1alpha2.ClusterStatus{Name: name, ManifestWork: "default.shop", Applied: metav1.ConditionTrue, Available: metav1.ConditionTrue,
+			Health: v1alpha2.Degraded, Manifests: []v1alpha2.ManifestStatus{{Ordinal: 0, APIVersion: "apps/v1", Kind: "Deployment", Name: "web",
+				Namespace: "default", Applied: metav1.ConditionTrue, Available: metav1.ConditionTrue, Health: v1alpha2.Degraded,
+				Message: "Progress deadline exceeded", Feedback: []v1alpha2.FeedbackValue{{Name: "ReadyReplicas", Value: "0"}, {Name: "Replicas", Value: "2"}}}}}
+	}
+	for _, names := range [][]string{{"cluster1"}, {"cluster1", "cluster2", "cluster3"}} {
+		cached := &v1alpha2.ApplicationConfiguration{}
+		if err := r.Client.Get(ctx, key, cached); err != nil {
+			t.Fatal(err)
+		}
+		want := cached.Status.DeepCopy()
+		want.Clusters = nil
+		for _, name := range names {
+			want.Clusters = append(want.Clusters, degraded(name))
+		}
+		bytes, whole := testutil.ToFloat64(statusPatchBytes), testutil.ToFloat64(statusPatches.WithLabelValues("whole"))
+		if err := r.writeStatus(ctx, cached, want); err != nil {
+			t.Fatal(err)
+		}
+		if n := testutil.ToFloat64(statusPatches.WithLabelValues("whole")) - whole; n != 0 {
+			t.Errorf("listing %v wrote the status whole %v times, want 0", names, n)
+		}
+		if entry, _ := json.Marshal(degraded("cluster2")); len(names) > 1 && testutil.ToFloat64(statusPatchBytes)-bytes >= float64(len(entry)) {
+			t.Errorf("listing two more clusters sent %v bytes, more than one of them in full (%d bytes)", testutil.ToFloat64(statusPatchBytes)-bytes, len(entry))
+		}
+		stored := &v1alpha2.ApplicationConfiguration{}
+		if err := admin.Get(ctx, key, stored); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(stored.Status, *want) {
+			t.Errorf("the status stored is\n%+v\nwant\n%+v", stored.Status, *want)
+		}
 	}
 }

@@ -403,7 +403,9 @@ func isUnprocessable(err error) bool {
 
 // jsonPatchOp is one operation of an RFC 6902 JSON patch.
 type jsonPatchOp struct {
-	Op    string `json:"op"`
+	Op string `json:"op"`
+	// From is the source of a copy.
+	From  string `json:"from,omitempty"`
 	Path  string `json:"path"`
 	Value any    `json:"value,omitempty"`
 }

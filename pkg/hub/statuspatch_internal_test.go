@@ -39,6 +39,8 @@ func TestStatusPatchChangesWhatChanged(t *testing.T) {
 		most int
 	}{
 		{"the first listed cluster healed, the 21st listed", status(listed(0, 20), 900, nil), status(listed(1, 21), 901, nil), 700},
+		{"five more clusters degraded: copies of their neighbours, renamed", status(listed(0, 5), 995, nil), status(listed(0, 10), 990, nil), 950},
+		{"a cluster listed first: a copy of the one after it", status(listed(1, 20), 900, nil), status(listed(0, 20), 899, nil), 350},
 		{"a listed cluster changed", status(listed(0, 20), 900, nil), status(append(listed(0, 5), append([]any{map[string]any{"name": "cluster-0005"}}, listed(6, 20)...)...), 900, nil), 700},
 		{"a count moved", status(listed(0, 20), 900, nil), status(listed(0, 20), 899, nil), 250},
 		{"the list emptied", status(listed(0, 20), 900, nil), status(nil, 1000, nil), 300},
