@@ -385,12 +385,20 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 		return nil
 	}
 	app, rendered, gone, ready, rollout, placed := p.app, p.rendered, p.gone, *p.ready, p.rolloutStatus, p.placed
-	status := app.Status.DeepCopy()
+	base, err := r.statusBase(app)
+	if err != nil {
+		return err
+	}
+	// Built on the status last stored, what the pass does not compute again (the workloads when it
+	// rendered nothing, the placement when it placed nothing) stays as it is, and what is compared with
+	// before (Ready's state, drift reports) is compared with what is stored: a cache behind the hub's own
+	// last write would have the patch take those back, and record their events again.
+	status := base.status.DeepCopy()
 	if app.Spec.Rollout == nil {
 		rollout = nil
 	}
 	status.Rollout = rollout
-	r.setRolloutConditions(app, status, app.Status.Rollout)
+	r.setRolloutConditions(app, status, base.status.Rollout)
 	status.ObservedGeneration = app.Generation
 	ready.ObservedGeneration = app.Generation
 	ready.Message = capConditionMessage(ready.Message)
@@ -442,30 +450,34 @@ func (r *AppConfigReconciler) patchStatus(ctx context.Context, p *appConfigPass)
 	}
 	key := client.ObjectKeyFromObject(app)
 	status.Summary, status.Clusters, status.OmittedClusters, status.Drift = r.summaries.summarize(key, v1alpha2.CurrentObjects(status.Workloads), gone)
-	for _, o := range newlyDrifted(app.Status.Drift, status.Drift) {
+	for _, o := range newlyDrifted(base.status.Drift, status.Drift) {
 		// One event per drift report, not per reconcile: a drift the status shows already adds none.
 		r.Recorder.Eventf(app, nil, corev1.EventTypeWarning, ReasonDrifted, "Revert", "%s",
 			cutMessage(driftNote(o), maxEventNote, "… (cut; the AppConfig's status.drift has all of it)"))
 	}
-	return r.writeStatus(ctx, app, status)
+	return r.writeStatus(ctx, app, base, status)
 }
 
-// writeStatus writes status as app's, if it is not what is stored: a JSON patch of what changed since the
-// status the cache shows, or the one this hub wrote since (writtenStatuses), tested against its
-// resourceVersion; if that status is no longer the one stored (someone wrote the AppConfig since), the
-// status whole.
-func (r *AppConfigReconciler) writeStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, status *v1alpha2.ApplicationConfigurationStatus) error {
-	key := client.ObjectKeyFromObject(app)
+// statusBase is the status of app that its next status is built on and patched from: the one the
+// cache shows, or the one this hub wrote since (writtenStatuses) if the cache does not show it yet.
+func (r *AppConfigReconciler) statusBase(app *v1alpha2.ApplicationConfiguration) (writtenStatus, error) {
 	cached, err := statusJSON(&app.Status)
 	if err != nil {
-		return err
+		return writtenStatus{}, err
 	}
+	return r.writtenStatuses.base(client.ObjectKeyFromObject(app), writtenStatus{resourceVersion: app.ResourceVersion, status: &app.Status, json: cached}), nil
+}
+
+// writeStatus writes status as app's, if it is not what is stored: a JSON patch of what changed since
+// base (statusBase), tested against its resourceVersion; if that status is no longer the one stored
+// (someone wrote the AppConfig since), the status whole.
+func (r *AppConfigReconciler) writeStatus(ctx context.Context, app *v1alpha2.ApplicationConfiguration, base writtenStatus, status *v1alpha2.ApplicationConfigurationStatus) error {
+	key := client.ObjectKeyFromObject(app)
 	want, err := statusJSON(status)
 	if err != nil {
 		return err
 	}
-	version, was := r.writtenStatuses.base(key, app.ResourceVersion, cached)
-	patch, err := computeStatusPatch(version, was, want)
+	patch, err := computeStatusPatch(base.resourceVersion, base.json, want)
 	if err != nil || patch == nil {
 		return err
 	}
@@ -484,7 +496,7 @@ func (r *AppConfigReconciler) writeStatus(ctx context.Context, app *v1alpha2.App
 		r.writtenStatuses.forget(key)
 		return err
 	}
-	r.writtenStatuses.record(key, stored.ResourceVersion, want)
+	r.writtenStatuses.record(key, writtenStatus{resourceVersion: stored.ResourceVersion, status: status.DeepCopy(), json: want})
 	return nil
 }
 

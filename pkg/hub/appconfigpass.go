@@ -84,6 +84,7 @@ func (r *AppConfigReconciler) read(ctx context.Context, p *appConfigPass) (bool,
 	if err := r.Client.Get(ctx, p.key, app); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.upToDate.forget(p.key)
+			r.writtenStatuses.forget(p.key)
 		}
 		return true, client.IgnoreNotFound(err)
 	}

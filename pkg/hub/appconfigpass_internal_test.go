@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -173,7 +174,13 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 	if err := admin.Get(ctx, key, before); err != nil {
 		t.Fatal(err)
 	}
-	r.writtenStatuses.record(key, "999999999", []byte(`{"summary":{"clusters":7}}`))
+	recorded := before.Status.DeepCopy()
+	recorded.Summary = &v1alpha2.Summary{Clusters: 7}
+	recordedJSON, err := statusJSON(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.writtenStatuses.record(key, writtenStatus{resourceVersion: "999999999", status: recorded, json: recordedJSON})
 	whole := testutil.ToFloat64(statusPatches.WithLabelValues("whole"))
 	if n := pass(); n != 2 {
 		t.Errorf("a pass from a status no longer stored wrote %d times, want 2: the refused changes, then the status whole", n)
@@ -211,7 +218,11 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 			want.Clusters = append(want.Clusters, degraded(name))
 		}
 		bytes, whole := testutil.ToFloat64(statusPatchBytes), testutil.ToFloat64(statusPatches.WithLabelValues("whole"))
-		if err := r.writeStatus(ctx, cached, want); err != nil {
+		base, err := r.statusBase(cached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.writeStatus(ctx, cached, base, want); err != nil {
 			t.Fatal(err)
 		}
 		if n := testutil.ToFloat64(statusPatches.WithLabelValues("whole")) - whole; n != 0 {
@@ -227,5 +238,36 @@ func TestAPassWritesTheStatusOnceAndOnlyWhenItChanged(t *testing.T) {
 		if !equality.Semantic.DeepEqual(stored.Status, *want) {
 			t.Errorf("the status stored is\n%+v\nwant\n%+v", stored.Status, *want)
 		}
+	}
+
+	// A pass on a cache that does not show the hub's last write yet builds on that write: what the pass
+	// does not compute again — the workloads, when it rendered nothing — stays as written, not as the
+	// cache had it before.
+	stale := &v1alpha2.ApplicationConfiguration{}
+	if err := r.Client.Get(ctx, key, stale); err != nil {
+		t.Fatal(err)
+	}
+	written := stale.Status.DeepCopy()
+	written.Workloads = []v1alpha2.WorkloadStatus{{ComponentName: "web", ComponentRevisionName: "web-written-since",
+		Reference: v1alpha2.TypedReference{APIVersion: "v1", Kind: "ConfigMap", Name: "web"}}}
+	base, err := r.statusBase(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.writeStatus(ctx, stale, base, written); err != nil {
+		t.Fatal(err)
+	}
+	renderFailed := &metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "RenderFailed", Message: "the Component cannot be rendered"}
+	if err := r.patchStatus(ctx, &appConfigPass{key: key, app: stale, ready: renderFailed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, key, stored); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(stored.Status.Workloads, written.Workloads) {
+		t.Errorf("a pass on the cache before the hub's last write left the workloads %+v; want them as written, %+v", stored.Status.Workloads, written.Workloads)
+	}
+	if c := meta.FindStatusCondition(stored.Status.Conditions, ConditionReady); c == nil || c.Reason != "RenderFailed" {
+		t.Errorf("Ready is %+v after the pass, want RenderFailed", c)
 	}
 }

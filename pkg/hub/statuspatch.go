@@ -226,46 +226,49 @@ func appendOp(ops *[]jsonPatchOp, op, path string, v any) error {
 	return nil
 }
 
-// writtenStatuses remembers the status this hub last wrote of each AppConfig, as JSON, with the
-// resourceVersion the API server gave it, until the cache shows that version or a later one. The next
-// status is computed from the newer of the two: a cache behind the hub's own writes (seconds behind on
-// an API server busy with a fleet's reports) would otherwise have it patch from a status that is no
-// longer stored — its test fails, and the status is written whole.
+// writtenStatuses remembers the status this hub last wrote of each AppConfig, with the resourceVersion
+// the API server gave it, until the cache shows that version or a later one. The next status is built on
+// and computed from the newer of the two: a cache behind the hub's own writes (seconds behind on an API
+// server busy with a fleet's reports) would otherwise have it patch from a status that is no longer
+// stored — its test fails, and the status is written whole.
 type writtenStatuses struct {
 	mu    sync.Mutex
 	byApp map[types.NamespacedName]writtenStatus
 }
 
+// writtenStatus is an AppConfig's status as stored at resourceVersion, decoded and as JSON. Neither is
+// changed once recorded.
 type writtenStatus struct {
 	resourceVersion string
-	status          []byte
+	status          *v1alpha2.ApplicationConfigurationStatus
+	json            []byte
 }
 
-// base is what the next status patch of app is computed from: its status as the cache shows it (cached,
-// at cachedVersion), or the one this hub wrote since, if the cache does not show that write yet.
-func (w *writtenStatuses) base(app types.NamespacedName, cachedVersion string, cached []byte) (resourceVersion string, status []byte) {
+// base is what the next status of app is built on: cached, its status as the cache shows it, or the one
+// this hub wrote since, if the cache does not show that write yet.
+func (w *writtenStatuses) base(app types.NamespacedName, cached writtenStatus) writtenStatus {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	written, ok := w.byApp[app]
 	if !ok {
-		return cachedVersion, cached
+		return cached
 	}
-	if c, err := resourceversion.CompareResourceVersion(cachedVersion, written.resourceVersion); err != nil || c >= 0 {
+	if c, err := resourceversion.CompareResourceVersion(cached.resourceVersion, written.resourceVersion); err != nil || c >= 0 {
 		// The cache caught up (or versions do not compare): it holds what is stored, or later.
 		delete(w.byApp, app)
-		return cachedVersion, cached
+		return cached
 	}
-	return written.resourceVersion, written.status
+	return written
 }
 
-// record remembers that app's status was written as status, stored at resourceVersion.
-func (w *writtenStatuses) record(app types.NamespacedName, resourceVersion string, status []byte) {
+// record remembers that app's status was written as written.
+func (w *writtenStatuses) record(app types.NamespacedName, written writtenStatus) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.byApp == nil {
 		w.byApp = map[types.NamespacedName]writtenStatus{}
 	}
-	w.byApp[app] = writtenStatus{resourceVersion: resourceVersion, status: status}
+	w.byApp[app] = written
 }
 
 // forget drops what was remembered of app (deleted, or its status could not be written).
