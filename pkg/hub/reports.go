@@ -102,11 +102,10 @@ func (b batchedReports) add(ctx context.Context, o client.Object, q workqueue.Ty
 var appConfigChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !onlyStatusWritten(e) }}
 
 // statusWritten brings an AppConfig back after an update of its status alone, reportBatch later, as an
-// agent's report. It cannot be dropped: a status write is computed as a merge patch from the cached
-// AppConfig, and when the cache has not yet seen the hub's previous write, the patch leaves that write's
-// values in place wherever the new status equals the older one the cache holds (a summary back to what it
-// was, a list of clusters empty again). The reconcile this brings, once the cache holds the write,
-// mends that; batched, it costs at most one write per reportBatch, the pace of the reports themselves.
+// agent's report: what the hub computes of a status someone else wrote (a person, another controller)
+// is put back at the pace of the reports. The hub's own writes are patched from the status it last
+// wrote (writtenStatuses), so the reconcile one of them brings writes only what reports changed
+// meanwhile; batched, it costs at most one write per reportBatch, the pace of the reports themselves.
 func statusWritten(reportBatch time.Duration) handler.Funcs {
 	return handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		if onlyStatusWritten(e) {
