@@ -121,12 +121,12 @@ func diffList(a, b []any, path string, ops *[]jsonPatchOp) error {
 		}
 		// Once the removes and the adds before it are applied, the list holds b[0..j) at 0..j-1 and,
 		// from j on, the elements of b kept from a: the first of those is at j.
-		neighbours := map[int]int{}
+		var neighbours []listNeighbour
 		if j > 0 {
-			neighbours[j-1] = j - 1
+			neighbours = append(neighbours, listNeighbour{at: j - 1, in: j - 1})
 		}
 		if k := slices.Index(keepB[j:], true); k >= 0 {
-			neighbours[j] = j + k
+			neighbours = append(neighbours, listNeighbour{at: j, in: j + k})
 		}
 		var err error
 		if listOps, err = addElement(listOps, path, j, b, bs[j], neighbours); err != nil {
@@ -145,18 +145,21 @@ func diffList(a, b []any, path string, ops *[]jsonPatchOp) error {
 	return nil
 }
 
+// listNeighbour is an element of b that a list holds while b is being patched into it: at its index
+// there then, in its index in b.
+type listNeighbour struct{ at, in int }
+
 // addElement appends to ops what inserts b[j] (encoded) at index j of the list at path: the element
-// whole, or — when that is shorter — a copy of a neighbour the list holds then (neighbours: its index
-// in the list then → its index in b) changed where it differs. The clusters a status lists mostly differ
-// in their names alone (the same Deployment degraded on 20 clusters): a copy and a new name are a
-// third of the bytes of the cluster in full.
-func addElement(ops []jsonPatchOp, path string, j int, b []any, encoded string, neighbours map[int]int) ([]jsonPatchOp, error) {
+// whole, or — when that is shorter — a copy of a neighbour the list holds then, changed where it
+// differs. The clusters a status lists mostly differ in their names alone (the same Deployment degraded
+// on 20 clusters): a copy and a new name are a third of the bytes of the cluster in full.
+func addElement(ops []jsonPatchOp, path string, j int, b []any, encoded string, neighbours []listNeighbour) ([]jsonPatchOp, error) {
 	at := path + "/" + strconv.Itoa(j)
 	best := []jsonPatchOp{{Op: "add", Path: at, Value: json.RawMessage(encoded)}}
 	bestSize := len(encoded) + len(at) + 30 // {"op":"add","path":"","value":}
-	for _, from := range slices.Sorted(maps.Keys(neighbours)) {
-		edits := []jsonPatchOp{{Op: "copy", From: path + "/" + strconv.Itoa(from), Path: at}}
-		if err := diffJSON(b[neighbours[from]], b[j], at, &edits); err != nil {
+	for _, n := range neighbours {
+		edits := []jsonPatchOp{{Op: "copy", From: path + "/" + strconv.Itoa(n.at), Path: at}}
+		if err := diffJSON(b[n.in], b[j], at, &edits); err != nil {
 			return nil, err
 		}
 		raw, err := json.Marshal(edits)
